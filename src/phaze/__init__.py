@@ -1,0 +1,1 @@
+"""phaze: integrated accelerator architecture and device placement search for LLM training."""

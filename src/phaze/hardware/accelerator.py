@@ -1,0 +1,107 @@
+"""One chip in the Phaze template, and the same template as numpy struct-of-arrays for many chips.
+
+Template (phaze-paper.md): ``num_tc`` tensor cores, each a ``tc_rows x tc_cols`` systolic MAC array;
+``num_vc`` vector cores of ``vc_width`` lanes; one global buffer (GLB) of ``glb_bytes`` shared by all
+cores; off-chip HBM of ``hbm_bytes`` at ``hbm_bandwidth_Bps``. A MAC counts as 2 FLOPs; a vector lane
+does one operation per cycle.
+
+Achievable fractions of peak are named constants of the chip (``matrix_efficiency``,
+``vector_efficiency``, ``memory_efficiency``) with their source at the preset that sets them; they are
+the same for every workload. ``op_overhead_s`` is a fixed per-operator launch/synchronisation cost.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from phaze.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    name: str
+    num_tc: int
+    tc_rows: int
+    tc_cols: int
+    num_vc: int
+    vc_width: int
+    glb_bytes: int
+    hbm_bytes: int
+    hbm_bandwidth_Bps: float
+    freq_hz: float
+    bytes_per_element: int = 2
+    matrix_efficiency: float = 1.0
+    vector_efficiency: float = 1.0
+    memory_efficiency: float = 1.0
+    op_overhead_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes", "hbm_bytes"):
+            v = getattr(self, f)
+            if not isinstance(v, (int, np.integer)) or v <= 0:
+                raise ConfigError(f"accelerator {self.name!r}: '{f}' must be a positive integer, got {v!r}")
+        for f in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency"):
+            if not getattr(self, f) > 0:
+                raise ConfigError(f"accelerator {self.name!r}: '{f}' must be positive")
+
+    @property
+    def peak_matrix_flops(self) -> float:
+        """2 FLOPs per MAC per cycle over every tensor core."""
+        return 2.0 * self.num_tc * self.tc_rows * self.tc_cols * self.freq_hz
+
+    @property
+    def peak_vector_flops(self) -> float:
+        """One operation per lane per cycle over every vector core."""
+        return float(self.num_vc * self.vc_width * self.freq_hz)
+
+    def as_arrays(self) -> "ArchArrays":
+        return ArchArrays.from_accelerators([self])
+
+
+_ARRAY_FIELDS = tuple(f.name for f in fields(Accelerator) if f.name != "name")
+
+
+@dataclass(frozen=True)
+class ArchArrays:
+    """Struct-of-arrays over N accelerators: every field of ``Accelerator`` (but name) as a 1-D array
+    of length N. Cost functions take this and return arrays of length N."""
+
+    num_tc: np.ndarray
+    tc_rows: np.ndarray
+    tc_cols: np.ndarray
+    num_vc: np.ndarray
+    vc_width: np.ndarray
+    glb_bytes: np.ndarray
+    hbm_bytes: np.ndarray
+    hbm_bandwidth_Bps: np.ndarray
+    freq_hz: np.ndarray
+    bytes_per_element: np.ndarray
+    matrix_efficiency: np.ndarray
+    vector_efficiency: np.ndarray
+    memory_efficiency: np.ndarray
+    op_overhead_s: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.num_tc.shape[0])
+
+    @classmethod
+    def from_accelerators(cls, accs: list[Accelerator]) -> "ArchArrays":
+        cols = {}
+        for f in _ARRAY_FIELDS:
+            vals = [getattr(a, f) for a in accs]
+            dtype = np.float64 if isinstance(vals[0], float) else np.int64
+            cols[f] = np.asarray(vals, dtype=dtype)
+        return cls(**cols)
+
+    def select(self, idx) -> "ArchArrays":
+        """Rows ``idx`` (an index array or boolean mask) as a new ArchArrays."""
+        return ArchArrays(**{f: getattr(self, f)[idx] for f in _ARRAY_FIELDS})
+
+    def accelerator(self, i: int, name: str | None = None) -> Accelerator:
+        """Row ``i`` as a scalar Accelerator."""
+        kw = {}
+        for f in _ARRAY_FIELDS:
+            v = getattr(self, f)[i]
+            kw[f] = float(v) if np.issubdtype(type(v), np.floating) else int(v)
+        return Accelerator(name=name or f"cand{i}", **kw)
