@@ -1,0 +1,36 @@
+"""How long each operator takes, vectorized over many chips (ArchArrays -> np.ndarray of seconds)."""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.cost.common import core_modes
+from phaze.cost.gemm import gemm_cycles, gemm_hbm_bytes, gemm_latency_s
+from phaze.cost.network import (all_gather_latency_s, allreduce_latency_s, collective_latency_s,
+                                p2p_latency_s, reduce_scatter_latency_s)
+from phaze.cost.vector import vector_latency_s
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.cluster import NetworkTier
+from phaze.workload.ops import Collective, Gemm, Op, VectorOp
+
+
+def op_latency_s(op: Op, arch: ArchArrays, cores=1, tier: NetworkTier | None = None) -> np.ndarray:
+    """Latency (s) of any op on each chip: GEMMs on ``cores`` tensor cores, vector ops on ``cores`` vector
+    cores, collectives on ``tier`` (the same value for every chip; ``cores`` ignored)."""
+    if isinstance(op, Gemm):
+        return gemm_latency_s(op, arch, cores)
+    if isinstance(op, VectorOp):
+        return vector_latency_s(op, arch, cores)
+    if isinstance(op, Collective):
+        if op.group_size > 1 and tier is None:
+            raise ConfigError(f"collective {op.name!r} over {op.group_size} devices needs a network tier")
+        t = tier or NetworkTier("none", 1, 1.0, 0.0)
+        return np.full(len(arch), collective_latency_s(op, t))
+    raise ConfigError(f"cannot cost an op of type {type(op).__name__}")
+
+
+__all__ = [
+    "gemm_latency_s", "vector_latency_s", "collective_latency_s", "allreduce_latency_s",
+    "reduce_scatter_latency_s", "all_gather_latency_s", "p2p_latency_s", "op_latency_s", "core_modes",
+    "gemm_cycles", "gemm_hbm_bytes",
+]

@@ -1,0 +1,1 @@
+"""Reports: tables for the terminal, JSON/CSV for programs, plots (optional [plot] extra)."""

@@ -91,6 +91,11 @@ class LayerGraph:
     def flops(self) -> float:
         return float(sum(op.flops for op in self.ops))
 
+    @property
+    def gemm_flops(self) -> int:
+        """FLOPs of the GEMMs alone (tensor-core work; the 1:2 fwd:bwd ratio holds exactly for these)."""
+        return sum(op.flops for op in self.ops if isinstance(op, Gemm))
+
     def preds(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.ops]
         for a, b in self.edges:

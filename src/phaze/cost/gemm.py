@@ -1,0 +1,81 @@
+"""GEMM latency on the tensor cores of many chips at once (numpy over ArchArrays; no Python loop over chips).
+
+Model (all formulas per chip; R = tc_rows, C = tc_cols, a GEMM is ``batch`` products (M x K) @ (K x N)):
+
+Compute. Each tensor core is a weight-stationary systolic array: a K x N operand tile of R x C stays in
+the array while the M rows of the other operand stream through. Tiles are padded, never exact divisors:
+``tiles = batch * ceil(K/R) * ceil(N/C)``. A tile takes ``2R + C + rows - 2`` cycles (R to load the
+weights, R + C - 2 to fill and drain the skewed pipeline, one per streamed row: the weight-stationary
+fold of SCALE-Sim, Samajdar et al., ISPASS 2020). Tiles are dealt round-robin to the ``cores`` cores;
+if there are fewer tiles than cores, the streamed dimension is split too (``s = cores // tiles`` parts)
+so every core works. The compiler may swap the operand roles (C^T = B^T A^T, i.e. M <-> N); we take the
+faster orientation. compute_s = cycles / freq_hz / matrix_efficiency.
+
+Memory. The GLB (S = glb_bytes / bytes_per_element words) holds an output block bm x bn that stays
+resident while K-panels of depth R of both operands stream through, double-buffered:
+``bm*bn + 2R(bm + bn) <= S``. Square blocks b = floor(sqrt(4R^2 + S) - 2R); if a whole dimension fits
+in b the block takes all of it and grows along the other dimension. HBM traffic per product, in
+elements, is then ``M*N + ceil(N/bn)*M*K + ceil(M/bm)*K*N``: the result is written once, A is re-read
+once per block column, B once per block row. When the output fits (in particular when operands + result
+fit) this is the compulsory ``MN + MK + KN``; as the GLB shrinks the re-reads grow as ~2MNK/b.
+memory_s = traffic_bytes / (hbm_bandwidth_Bps * memory_efficiency).
+
+latency_s = max(compute_s, memory_s) + op_overhead_s.
+
+Bandwidth assumptions: the cores share the GLB capacity and the HBM bandwidth, but each core has its
+own GLB operand port sized to feed its array every cycle (R + C words in, C out) -- unlike the
+reference, whose cores share one 64-word/cycle port so that extra tensor cores barely help.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.cost.common import as_cores, ceil_div
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import ArchArrays
+from phaze.workload.ops import Gemm
+
+
+def _check(g: Gemm) -> None:
+    for f in ("batch", "m", "n", "k", "bytes_per_element"):
+        v = getattr(g, f)
+        if not isinstance(v, (int, np.integer)) or v < 1:
+            raise ConfigError(f"GEMM {g.name!r}: '{f}' must be a positive integer, got {v!r}")
+
+
+def gemm_cycles(g: Gemm, rows: np.ndarray, cols: np.ndarray, cores: np.ndarray) -> np.ndarray:
+    """Cycles of the slowest core, the faster of the two operand orientations (see module docstring)."""
+
+    def orient(stream: int, stationary: int) -> np.ndarray:
+        tiles = g.batch * ceil_div(g.k, rows) * ceil_div(stationary, cols)
+        split = np.clip(cores // tiles, 1, stream)  # fewer tiles than cores: split the streamed rows
+        per_core = ceil_div(tiles * split, cores)
+        return per_core * (2 * rows + cols - 2 + ceil_div(stream, split))
+
+    return np.minimum(orient(g.m, g.n), orient(g.n, g.m))
+
+
+def gemm_hbm_bytes(g: Gemm, glb_bytes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """HBM traffic (bytes) of the blocked schedule of the module docstring."""
+    e = g.bytes_per_element
+    m, n, k = g.m, g.n, g.k
+    s = np.asarray(glb_bytes, np.float64) / e
+    kap = np.asarray(rows, np.float64)
+    b = np.maximum(1.0, np.floor(np.sqrt(4 * kap * kap + s) - 2 * kap))
+    wide = np.floor((s - 2 * kap * m) / (m + 2 * kap))  # block width when all M rows fit in a block
+    tall = np.floor((s - 2 * kap * n) / (n + 2 * kap))  # block height when all N columns fit
+    m_fits, n_fits = m <= b, n <= b
+    bm = np.where(m_fits, m, np.where(n_fits, np.clip(tall, 1, m), b))
+    bn = np.where(m_fits, np.clip(wide, 1, n), np.where(n_fits, n, b))
+    elems = m * n + np.ceil(n / bn) * (m * k) + np.ceil(m / bm) * (k * n)
+    return g.batch * e * elems
+
+
+def gemm_latency_s(gemm: Gemm, arch: ArchArrays, cores=1) -> np.ndarray:
+    """Latency (s) of ``gemm`` on each chip of ``arch`` spread over ``cores`` tensor cores (int or array)."""
+    _check(gemm)
+    c = as_cores(cores, arch.num_tc, f"GEMM {gemm.name!r}")
+    cycles = gemm_cycles(gemm, arch.tc_rows, arch.tc_cols, c)
+    compute_s = cycles / (arch.freq_hz * arch.matrix_efficiency)
+    memory_s = gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows) / (arch.hbm_bandwidth_Bps * arch.memory_efficiency)
+    return np.maximum(compute_s, memory_s) + arch.op_overhead_s

@@ -1,0 +1,133 @@
+"""Named accelerators and clusters, all in the one Phaze template (phaze-paper.md), with sources.
+
+Template conventions (see accelerator.py): a tensor core is a ``tc_rows x tc_cols`` array of 16-bit
+MACs (1 MAC = 2 FLOPs per cycle); a vector core has ``vc_width`` lanes and a lane retires ONE
+floating-point operation per cycle. A GPU's non-tensor throughput is therefore expressed as lanes =
+datasheet FLOP/s / (SMs * clock): an FMA counts as two lanes and a packed half2 op as two more.
+
+Achievable fractions of peak (matrix, vector, memory, network) are named constants with their source;
+they are the same for every workload (never per-case factors).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.cluster import Cluster, NetworkTier
+
+MiB = 2**20
+GiB = 2**30
+
+# ---- tpuv4-like: the paper's template chip, which also sets the area budget (phaze-paper.md) -------------
+# 8 tensor cores of 128x128, 2 vector cores of 128 lanes, 128 MiB GLB, ~1 GHz (reference constants).
+# HBM: TPU v4 has 32 GiB HBM2 at 1200 GB/s (Jouppi et al., "TPU v4", ISCA 2023, Table 1).
+# The paper's analytical model assumes ideal utilisation, so the template's efficiencies are 1 and it
+# has no per-op overhead: the design-space search compares chips under the same ideal assumptions.
+TPUV4_HBM_BYTES = 32 * GiB
+TPUV4_HBM_BANDWIDTH_BPS = 1200e9
+TPUV4_FREQ_HZ = 1.0e9
+TPUV4_LIKE = Accelerator(
+    name="tpuv4-like", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128, glb_bytes=128 * MiB,
+    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ)
+
+# ---- NVIDIA achievable fractions of peak (shared by A100 and H100 unless stated) -------------------------
+# Dense GEMM: "optimized GEMM can reach up to 80-90% of the theoretical maximum device throughput"
+# on A100 (Dao, FlashAttention-2, 2023, Sec. 1); we take the low end for whole-model GEMM mixes.
+A100_MATRIX_EFFICIENCY = 0.80
+# H100: best published dense FP16/BF16 kernels reach ~740 of 989 TFLOP/s = 75% (Shah et al.,
+# FlashAttention-3, 2024, abstract); cuBLAS large GEMMs are in the same 70-80% band.
+H100_MATRIX_EFFICIENCY = 0.75
+# HBM: STREAM-style copy/triad kernels (BabelStream, nvbandwidth) sustain ~90% of the HBM2e/HBM3 pin
+# bandwidth on A100 and H100.
+GPU_MEMORY_EFFICIENCY = 0.90
+# Non-tensor (vector) ops of LLM training are memory-bound; no published achievable fraction is used,
+# so the lane throughput is taken at its datasheet peak.
+GPU_VECTOR_EFFICIENCY = 1.0
+# Per-kernel launch + synchronisation cost: CUDA kernel launch latency is ~2-5 us (NVIDIA CUDA
+# C++ Best Practices Guide, "kernel launch overhead"; ~3 us is the commonly measured value).
+GPU_OP_OVERHEAD_S = 3e-6
+
+# ---- A100 SXM4 80 GB (NVIDIA A100 datasheet and Ampere GA100 whitepaper) --------------------------------
+# 108 SMs x 4 third-gen tensor cores, each 256 dense FP16 FMA/clk (a 16x16 array), 1410 MHz boost:
+# 432 * 256 * 2 * 1.41e9 = 311.9e12 FLOP/s (datasheet: 312 TFLOP/s dense FP16/BF16).
+# Non-tensor FP16: 78 TFLOP/s = 108 SMs * 512 lane-ops/clk * 1.41e9 (64 FP32 cores x 2 (FMA) x 4
+# (FP16 rate = 4x FP32 on GA100, 19.5 -> 78 TFLOP/s)).  L2 = 40 MiB.  HBM2e 80 GB at 2039 GB/s.
+A100_80G = Accelerator(
+    name="a100-80g", num_tc=108 * 4, tc_rows=16, tc_cols=16, num_vc=108, vc_width=512, glb_bytes=40 * MiB,
+    hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=2.039e12, freq_hz=1.41e9,
+    matrix_efficiency=A100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+
+# ---- H100 SXM5 80 GB (NVIDIA H100 datasheet and Hopper whitepaper) ---------------------------------------
+# 132 SMs x 4 fourth-gen tensor cores, each 512 dense FP16/BF16 FMA/clk (16x32), 1.83 GHz:
+# 528 * 512 * 2 * 1.83e9 = 989.4e12 FLOP/s (datasheet: 989 TFLOP/s dense BF16).
+# Non-tensor FP16/BF16: 133.8 TFLOP/s, quoted at the 1.98 GHz boost clock; the template has one clock
+# (1.83 GHz), so lanes = 133.8e12 / (132 * 1.83e9) = 554 per SM (553.9) keep the datasheet throughput.
+# L2 = 50 MiB.  HBM3 80 GB at 3.35 TB/s.
+H100_80G = Accelerator(
+    name="h100-80g", num_tc=132 * 4, tc_rows=16, tc_cols=32, num_vc=132, vc_width=554, glb_bytes=50 * MiB,
+    hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=3.35e12, freq_hz=1.83e9,
+    matrix_efficiency=H100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+
+ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, A100_80G, H100_80G)}
+
+
+def get_accelerator(name: str) -> Accelerator:
+    """A preset chip by name; unknown names raise ConfigError listing the presets."""
+    try:
+        return ACCELERATORS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown accelerator {name!r}; choose one of: {', '.join(ACCELERATORS)}") from None
+
+
+# ---- Networks ----------------------------------------------------------------------------------------
+# Achievable fraction of link bandwidth for large ring collectives, from nccl-tests bus bandwidth:
+# ~230-240 GB/s of 300 GB/s on DGX A100 NVLink3, ~360-370 GB/s of 450 GB/s on DGX H100 NVLink4
+# (NVIDIA nccl-tests results / DGX user guides) -> 0.8; InfiniBand rings reach ~90% of line rate
+# (nccl-tests busbw ~22-23 GB/s per 200 Gb/s HDR HCA, ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
+NVLINK_EFFICIENCY = 0.80
+INFINIBAND_EFFICIENCY = 0.90
+# Per-step latency of a ring step: a few us inside an NVSwitch node, ~5 us across InfiniBand
+# (NCCL's own tuning model uses microsecond-scale base latencies of this order).
+NVLINK_LATENCY_S = 3e-6
+INFINIBAND_LATENCY_S = 5e-6
+
+# DGX A100: 8 GPUs on NVSwitch, NVLink3 600 GB/s bidirectional = 300e9 B/s per direction per GPU;
+# 8x 200 Gb/s HDR HCAs per node = 25e9 B/s per GPU.
+DGX_A100_TIERS = (
+    NetworkTier("nvlink", 8, 300e9, NVLINK_LATENCY_S, NVLINK_EFFICIENCY),
+    NetworkTier("infiniband", 2**62, 25e9, INFINIBAND_LATENCY_S, INFINIBAND_EFFICIENCY),
+)
+# DGX H100: NVLink4 900 GB/s bidirectional = 450e9 B/s per direction; 8x 400 Gb/s NDR = 50e9 B/s per GPU.
+DGX_H100_TIERS = (
+    NetworkTier("nvlink", 8, 450e9, NVLINK_LATENCY_S, NVLINK_EFFICIENCY),
+    NetworkTier("infiniband", 2**62, 50e9, INFINIBAND_LATENCY_S, INFINIBAND_EFFICIENCY),
+)
+# The paper's network: one 4 GiB/s link class (PCIe 3.0-like) for everything, no latency term, ideal.
+FLAT_4GIB_TIERS = (NetworkTier("flat", 2**62, 4.0 * GiB, 0.0, 1.0),)
+
+# 1024 devices is the paper's cluster (phaze-paper.md: "1024 accelerators"); used for every preset.
+DEFAULT_NUM_DEVICES = 1024
+CLUSTERS: dict[str, tuple[NetworkTier, ...]] = {
+    "dgx-a100": DGX_A100_TIERS,
+    "dgx-h100": DGX_H100_TIERS,
+    "flat-4gib": FLAT_4GIB_TIERS,
+}
+
+
+def get_cluster(name: str, num_devices: int | None = None) -> Cluster:
+    """A preset cluster of ``num_devices`` (default 1024); the last tier spans every device."""
+    if name not in CLUSTERS:
+        raise ConfigError(f"unknown cluster {name!r}; choose one of: {', '.join(CLUSTERS)}")
+    n = DEFAULT_NUM_DEVICES if num_devices is None else num_devices
+    if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
+        raise ConfigError(f"cluster {name!r}: num_devices must be a positive integer, got {n!r}")
+    tiers: list[NetworkTier] = []
+    for i, t in enumerate(CLUSTERS[name]):
+        if t.devices_per_group >= n or i == len(CLUSTERS[name]) - 1:
+            tiers.append(replace(t, devices_per_group=n))  # the first tier that spans every device
+            break
+        tiers.append(t)
+    return Cluster(name=name, num_devices=n, tiers=tuple(tiers))

@@ -1,0 +1,207 @@
+"""The architecture design space: ranges of the template's parameters, an area budget, and its vectorized
+enumeration into a struct-of-arrays of candidate chips (phaze-paper.md, "Architecture space").
+
+Default = the reference's space: num_tc, num_vc in {1..4096}; tensor-core width (tc_cols) and depth
+(tc_rows) in {2..256}; vector-core width = tensor-core width; GLB in {2..128} MiB; all powers of two
+(75,712 raw points). A candidate is kept iff min_fraction * budget <= area <= budget, the lower bound
+waived when num_tc == 1 or num_vc == 1 -> 29,360 candidates under the TPUv4-like budget (278.83 mm^2).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+import numpy as np
+
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.area import AreaModel, read_mapping, default_area_model
+from phaze.hardware.presets import TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE
+
+MiB = 2**20
+
+
+def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
+    """Powers of two in [lo, hi]."""
+    out, v = [], 1
+    while v <= hi:
+        if v >= lo:
+            out.append(v)
+        v *= 2
+    return tuple(out)
+
+
+_RANGE_FIELDS = ("num_tc", "num_vc", "tc_widths", "tc_depths", "glb_bytes")
+
+
+@dataclass(frozen=True)
+class DesignSpace:
+    """Value lists of each template parameter and the area constraint. ``tc_widths`` are the tensor-core
+    columns (also the vector-core lanes, as in the paper), ``tc_depths`` the rows. ``budget_mm2=None``
+    means the area of the tpuv4-like preset under the area model used."""
+
+    num_tc: tuple[int, ...] = pow2_range(1, 4096)
+    num_vc: tuple[int, ...] = pow2_range(1, 4096)
+    tc_widths: tuple[int, ...] = pow2_range(2, 256)
+    tc_depths: tuple[int, ...] = pow2_range(2, 256)
+    glb_bytes: tuple[int, ...] = tuple(m * MiB for m in pow2_range(2, 128))
+    budget_mm2: float | None = None
+    min_fraction: float = 0.3
+    waive_min_for_single_core: bool = True
+
+    def __post_init__(self) -> None:
+        for f in _RANGE_FIELDS:
+            vals = getattr(self, f)
+            if isinstance(vals, (int, np.integer)):
+                vals = (vals,)
+            ok = isinstance(vals, (list, tuple, np.ndarray)) and all(
+                isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v > 0 for v in vals)
+            if not ok or len(vals) == 0:
+                raise ConfigError(f"design space: '{f}' must be a non-empty list of positive integers, got {getattr(self, f)!r}")
+            vals = tuple(sorted({int(v) for v in vals}))
+            object.__setattr__(self, f, vals)
+        if self.budget_mm2 is not None and not (isinstance(self.budget_mm2, (int, float)) and self.budget_mm2 > 0):
+            raise ConfigError(f"design space: 'budget_mm2' must be a positive number, got {self.budget_mm2!r}")
+        if not (isinstance(self.min_fraction, (int, float)) and 0.0 <= self.min_fraction <= 1.0):
+            raise ConfigError(f"design space: 'min_fraction' must be in [0, 1], got {self.min_fraction!r}")
+
+    def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
+        if self.budget_mm2 is not None:
+            return float(self.budget_mm2)
+        return float((area_model or default_area_model()).area_mm2(TPUV4_LIKE))
+
+    @property
+    def raw_size(self) -> int:
+        return int(np.prod([len(getattr(self, f)) for f in _RANGE_FIELDS]))
+
+
+@dataclass(frozen=True)
+class CandidateSet:
+    """The candidate chips of a space: ``arch`` (struct-of-arrays) and each chip's ``area_mm2``."""
+
+    arch: ArchArrays
+    area_mm2: np.ndarray
+    budget_mm2: float
+
+    def __len__(self) -> int:
+        return len(self.arch)
+
+    @property
+    def num_tc_configs(self) -> int:
+        """Distinct (num_tc, tc_rows, tc_cols, glb_bytes): the inputs a GEMM's cost depends on. The
+        reference counts tensor-core configurations this way (4,186 in the default space)."""
+        a = self.arch
+        return len(np.unique(np.stack([a.num_tc, a.tc_rows, a.tc_cols, a.glb_bytes]), axis=1).T)
+
+    @property
+    def num_vc_configs(self) -> int:
+        """Distinct (num_vc, vc_width, glb_bytes), as the reference counts them (697 by default)."""
+        a = self.arch
+        return len(np.unique(np.stack([a.num_vc, a.vc_width, a.glb_bytes]), axis=1).T)
+
+
+def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM_BYTES,
+                    hbm_bandwidth_Bps: float = TPUV4_HBM_BANDWIDTH_BPS, freq_hz: float = TPUV4_FREQ_HZ, *,
+                    bytes_per_element: int = 2, matrix_efficiency: float = 1.0, vector_efficiency: float = 1.0,
+                    memory_efficiency: float = 1.0, op_overhead_s: float = 0.0,
+                    area_model: AreaModel | None = None) -> CandidateSet:
+    """Every point of ``space`` within its area constraint, as one CandidateSet (meshgrid, no loops).
+    HBM, clock and efficiencies are not part of the area and are the same for every candidate."""
+    space = space or DesignSpace()
+    model = area_model or default_area_model()
+    if not (hbm_bytes > 0 and hbm_bandwidth_Bps > 0 and freq_hz > 0):
+        raise ConfigError("enumerate_space: hbm_bytes, hbm_bandwidth_Bps and freq_hz must be positive")
+    grids = np.meshgrid(*(np.asarray(getattr(space, f), dtype=np.int64) for f in _RANGE_FIELDS), indexing="ij")
+    num_tc, num_vc, width, depth, glb = (g.ravel() for g in grids)
+    area = 1e-6 * model.area_um2_of(num_tc, depth, width, num_vc, width, glb)
+    budget = space.resolved_budget_mm2(model)
+    # Relative slack so the budget chip itself (area == budget up to float rounding) is always kept.
+    keep = area <= budget * (1 + 1e-12)
+    lower = area >= space.min_fraction * budget
+    if space.waive_min_for_single_core:
+        lower |= (num_tc == 1) | (num_vc == 1)
+    keep &= lower
+    n = int(keep.sum())
+
+    def full(v, dtype):
+        return np.full(n, v, dtype=dtype)
+
+    arch = ArchArrays(
+        num_tc=num_tc[keep], tc_rows=depth[keep], tc_cols=width[keep], num_vc=num_vc[keep],
+        vc_width=width[keep].copy(), glb_bytes=glb[keep], hbm_bytes=full(hbm_bytes, np.int64),
+        hbm_bandwidth_Bps=full(hbm_bandwidth_Bps, np.float64), freq_hz=full(freq_hz, np.float64),
+        bytes_per_element=full(bytes_per_element, np.int64),
+        matrix_efficiency=full(matrix_efficiency, np.float64), vector_efficiency=full(vector_efficiency, np.float64),
+        memory_efficiency=full(memory_efficiency, np.float64), op_overhead_s=full(op_overhead_s, np.float64))
+    return CandidateSet(arch=arch, area_mm2=area[keep], budget_mm2=budget)
+
+
+_ALIASES = {"tc_width": "tc_widths", "tc_depth": "tc_depths", "width": "tc_widths", "depth": "tc_depths"}
+
+
+def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
+    """A DesignSpace from a mapping. A range is a list of integers or {min: a, max: b} (powers of two in
+    [a, b]); ``glb_mib`` may replace ``glb_bytes``. Unknown keys are errors."""
+    known = {f.name for f in fields(DesignSpace)}
+    kw = {}
+    for key, val in d.items():
+        name = _ALIASES.get(key, key)
+        scale = 1
+        if name == "glb_mib":
+            name, scale = "glb_bytes", MiB
+        if name not in known:
+            raise ConfigError(f"{source}: unknown field {key!r}; known: {', '.join(sorted(known | {'glb_mib'}))}")
+        if name in _RANGE_FIELDS:
+            if isinstance(val, dict):
+                try:
+                    val = pow2_range(int(val["min"]), int(val["max"]))
+                except (KeyError, TypeError, ValueError):
+                    raise ConfigError(f"{source}: field {key!r} as a mapping needs integer 'min' and 'max'") from None
+            elif not isinstance(val, (list, tuple, int)):
+                raise ConfigError(f"{source}: field {key!r} must be a list of integers or {{min, max}}")
+            vals = val if isinstance(val, (list, tuple)) else [val]
+            if not all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
+                raise ConfigError(f"{source}: field {key!r} must contain integers only, got {val!r}")
+            val = tuple(v * scale for v in vals)
+        kw[name] = val
+    return DesignSpace(**kw)
+
+
+def load_space(path: str | Path) -> DesignSpace:
+    """A DesignSpace from a YAML or JSON file (see :func:`space_from_dict`); errors are one-line ConfigErrors."""
+    p = Path(path)
+    return space_from_dict(read_mapping(p), source=str(p))
+
+
+def resolve_space(space: DesignSpace | str | Path | None = "default", budget_mm2: float | None = None) -> DesignSpace:
+    """A DesignSpace from an object, ``"default"``/None, or a YAML/JSON path; ``budget_mm2`` overrides."""
+    if space is None or (isinstance(space, str) and space == "default"):
+        out = DesignSpace()
+    elif isinstance(space, DesignSpace):
+        out = space
+    else:
+        out = load_space(space)
+    if budget_mm2 is not None:
+        out = replace(out, budget_mm2=budget_mm2)
+    return out
+
+
+def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2: float | None = None) -> dict:
+    """Size of a space under its budget: plain numbers for tables and JSON (used by ``phaze arch``)."""
+    ds = resolve_space(space, budget_mm2)
+    t0 = time.perf_counter()
+    cands = enumerate_space(ds)
+    dt = time.perf_counter() - t0
+    return {
+        "space": str(space) if space is not None else "default",
+        "raw_points": ds.raw_size,
+        "candidates": len(cands),
+        "tc_configs": cands.num_tc_configs,
+        "vc_configs": cands.num_vc_configs,
+        "budget_mm2": cands.budget_mm2,
+        "min_fraction": ds.min_fraction,
+        "min_area_mm2": float(cands.area_mm2.min()) if len(cands) else None,
+        "max_area_mm2": float(cands.area_mm2.max()) if len(cands) else None,
+        "enumerate_s": dt,
+    }

@@ -1,0 +1,172 @@
+"""Operator graphs of one layer (embedding, transformer block, head), Megatron tensor-parallel sharded.
+
+Forward GEMM FLOPs of one block per device (t = setting.tp, d = head_dim, a heads, g kv heads, f ffn):
+    2*b*s*h*(a + 2g)*d / t          QKV (column-parallel)
+  + 4*b*s^2*a*d / t                 scores Q K^T and probs V (batched)
+  + 2*b*s*h*h / t                   attention output (row-parallel)
+  + 2*b*s*h*f*m / t                 FC1 (m = 2 for SwiGLU's gate+up, 1 for GELU) and FC2 (m = 1)
+    ... i.e. 24*b*s*h^2 + 4*b*s^2*h for GPT with MHA and f = 4h, t = 1 (Narayanan et al. 2021).
+Vector ops (norms, softmax, activations, dropout) are counted separately (see vector_kinds).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from phaze.errors import ConfigError
+from phaze.workload.autodiff import ForwardBuilder, Node, backward
+from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.ops import Collective, Gemm, LayerGraph
+from phaze.workload.vector_kinds import vector_op
+
+LAYERS = ("embedding", "block", "head")
+DIRECTIONS = ("fwd", "bwd")
+# Selective recompute re-runs the attention core only (Korthikanti et al. 2022, sec. 5).
+SELECTIVE_OPS = ("attn_scores", "softmax", "attn_dropout", "attn_v")
+
+
+def block_forward_gemm_flops(model: ModelConfig, setting: TrainSetting) -> int:
+    """Closed form of the block's forward GEMM FLOPs per device (module docstring)."""
+    b, s, h, t, d = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, model.head_dim
+    a, g, f = model.heads, model.num_kv_heads, model.ffn
+    m = 2 if model.mlp == "swiglu" else 1
+    return (2 * b * s * h * (a + 2 * g) * d + 4 * b * s * s * a * d + 2 * b * s * h * h
+            + 2 * b * s * h * f * m + 2 * b * s * f * h) // t
+
+
+def check_setting(model: ModelConfig, setting: TrainSetting) -> None:
+    """Raise ConfigError if ``setting`` cannot run ``model`` (TP width, learned-position length)."""
+    setting.check_model(model)
+    if model.position == "learned" and setting.seq_len > model.seq_len:
+        raise ConfigError(f"seq_len {setting.seq_len} exceeds the {model.seq_len} learned positions of "
+                          f"{model.name}; use seq_len <= {model.seq_len}")
+
+
+def _tp_out(fb: ForwardBuilder, name: str, dep: int, nbytes: int, setting: TrainSetting) -> int:
+    """Megatron's g after a row-parallel GEMM: all_reduce, or reduce_scatter with SP; nothing at t=1."""
+    if setting.tp == 1:
+        return dep
+    kind = "reduce_scatter" if setting.sequence_parallel else "all_reduce"
+    return fb.add(Collective(f"{name}.{kind}", kind, nbytes, setting.tp), "collective", (dep,))
+
+
+def _sp_in(fb: ForwardBuilder, name: str, dep: int | None, nbytes: int, setting: TrainSetting) -> int | None:
+    """With SP, the all_gather of the sequence shards before a column-parallel GEMM."""
+    if setting.tp == 1 or not setting.sequence_parallel:
+        return dep
+    return fb.add(Collective(f"{name}.all_gather", "all_gather", nbytes, setting.tp), "collective", (dep,))
+
+
+def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
+    """Forward nodes of one transformer block (pre-norm; post-norm BERT has the same ops)."""
+    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
+    e = setting.bytes_per_element
+    sl = s // t if setting.sequence_parallel and t > 1 else s  # rows a device holds outside the TP region
+    a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
+    norm, full = model.norm, e * b * s * h
+    fb = ForwardBuilder()
+    n1 = fb.add(vector_op("norm1", norm, b * sl * h), "vector", (None,))
+    x = _sp_in(fb, "qkv", n1, full, setting)
+    qkv = fb.add(Gemm("qkv", 1, b * s, (a + 2 * g) * d, h, e), "weight_gemm", (x,), column_parallel=True)
+    qk = qkv
+    if model.position == "rotary":
+        qk = fb.add(vector_op("rotary", "rotary", b * s * (a + g) * d), "vector", (qkv,))
+    sc = fb.add(Gemm("attn_scores", b * a, s, s, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
+    p = fb.add(vector_op("softmax", "softmax", b * a * s * s), "vector", (sc,))
+    if model.dropout:
+        p = fb.add(vector_op("attn_dropout", "dropout", b * a * s * s), "vector", (p,))
+    av = fb.add(Gemm("attn_v", b * a, s, d, s, e), "act_gemm", (p, qkv), operands=("probs", "v"))
+    o = fb.add(Gemm("out_proj", 1, b * s, h, a * d, e), "weight_gemm", (av,))
+    o = _tp_out(fb, "attn", o, full, setting)
+    res = "dropout_add" if model.dropout else "add"
+    r1 = fb.add(vector_op("attn_residual", res, b * sl * h), "vector", (o, None))
+    n2 = fb.add(vector_op("norm2", norm, b * sl * h), "vector", (r1,))
+    x = _sp_in(fb, "fc1", n2, full, setting)
+    width = 2 * f if model.mlp == "swiglu" else f
+    h1 = fb.add(Gemm("fc1", 1, b * s, width, h, e), "weight_gemm", (x,), column_parallel=True)
+    act = fb.add(vector_op(model.mlp, model.mlp, b * s * f), "vector", (h1,))
+    h2 = fb.add(Gemm("fc2", 1, b * s, h, f, e), "weight_gemm", (act,))
+    h2 = _tp_out(fb, "mlp", h2, full, setting)
+    fb.add(vector_op("mlp_residual", res, b * sl * h), "vector", (h2, r1))
+    return fb.nodes
+
+
+def embedding_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
+    """Vocab-parallel word gather, TP reduction, (OPT project_in), position/type add, (norm), dropout."""
+    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
+    e, sp = setting.bytes_per_element, setting.sequence_parallel and t > 1
+    sl = s // t if sp else s
+    width = model.embed_proj_dim or h
+    fb = ForwardBuilder()
+    # every rank gathers all tokens from its vocabulary shard (out-of-shard rows are zero)
+    x = fb.add(vector_op("word_gather", "embedding_gather", b * s * width), "vector", (), grad=False)
+    x = _tp_out(fb, "embed", x, e * b * s * width, setting)
+    if model.embed_proj_dim:
+        x = fb.add(Gemm("project_in", 1, b * sl, h, width, e), "weight_gemm", (x,))
+    if model.position == "learned":  # add learned positions (and BERT token types); their lookups are reads here
+        x = fb.add(vector_op("position_add", "add", b * sl * h), "vector", (x,))
+    if model.arch == "encoder":
+        x = fb.add(vector_op("embed_norm", model.norm, b * sl * h), "vector", (x,))
+    if model.dropout:
+        fb.add(vector_op("embed_dropout", "dropout", b * sl * h), "vector", (x,))
+    return fb.nodes
+
+
+def head_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
+    """Final norm (decoder) or MLM transform (encoder), column-parallel LM head, vocab-parallel loss."""
+    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
+    e, sp = setting.bytes_per_element, setting.sequence_parallel and t > 1
+    sl = s // t if sp else s
+    width = model.embed_proj_dim or h
+    vp = model.padded_vocab(t) // t
+    fb = ForwardBuilder()
+    if model.arch == "encoder":  # BERT MLM transform: dense + GELU + norm (replicated across TP)
+        x = fb.add(Gemm("mlm_dense", 1, b * sl, h, h, e), "weight_gemm", (None,))
+        x = fb.add(vector_op("mlm_gelu", "gelu", b * sl * h), "vector", (x,))
+        x = fb.add(vector_op("mlm_norm", model.norm, b * sl * h), "vector", (x,))
+    else:
+        x = fb.add(vector_op("final_norm", model.norm, b * sl * h), "vector", (None,))
+    if model.embed_proj_dim:
+        x = fb.add(Gemm("project_out", 1, b * sl, width, h, e), "weight_gemm", (x,))
+    x = _sp_in(fb, "lm_head", x, e * b * s * width, setting)
+    lg = fb.add(Gemm("lm_head", 1, b * s, vp, width, e), "weight_gemm", (x,), column_parallel=True)
+    # vocab-parallel cross-entropy (Megatron): local max, all_reduce(max), exp/sum/target, all_reduce(sum,
+    # target logit) in fp32; its backward is one local op, so the forward helpers carry no gradient.
+    mx = fb.add(vector_op("ce_max", "cross_entropy_max", b * s * vp), "nograd", (lg,))
+    if t > 1:
+        mx = fb.add(Collective("ce_max.all_reduce", "all_reduce", 4 * b * s, t), "nograd", (mx,))
+    ce = fb.add(vector_op("cross_entropy", "cross_entropy", b * s * vp), "vector", (lg, mx), grad=(lg,))
+    ends = [ce]
+    if t > 1:
+        ends = [fb.add(Collective(f"ce_{w}.all_reduce", "all_reduce", 4 * b * s, t), "nograd", (ce,))
+                for w in ("sum", "target")]
+    fb.add(vector_op("ce_loss", "cross_entropy_loss", b * s), "nograd", tuple(ends))
+    return fb.nodes
+
+
+_NODES = {"embedding": embedding_nodes, "block": block_nodes, "head": head_nodes}
+
+
+@lru_cache(maxsize=4096)
+def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction: str) -> LayerGraph:
+    """The op DAG of ``layer`` in ``direction``; bwd includes the recompute that setting.recompute implies
+    (blocks only: "full" re-runs the whole forward incl. collectives, "selective" the attention core)."""
+    if layer not in _NODES:
+        raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"unknown direction {direction!r}; use 'fwd' or 'bwd'")
+    check_setting(model, setting)
+    nodes = _NODES[layer](model, setting)
+    if direction == "fwd":
+        fb = ForwardBuilder(nodes)
+        return fb.graph(layer)
+    recompute: frozenset[int] = frozenset()
+    if layer == "block" and setting.recompute == "full":
+        recompute = frozenset(range(len(nodes)))
+    elif layer == "block" and setting.recompute == "selective":
+        recompute = frozenset(i for i, n in enumerate(nodes) if n.op.name in SELECTIVE_OPS)
+    return backward(nodes, layer, setting.tp, setting.sequence_parallel and setting.tp > 1, recompute)
+
+
+def layer_graphs(model: ModelConfig, setting: TrainSetting) -> dict[tuple[str, str], LayerGraph]:
+    """All six graphs: {(layer, direction): LayerGraph} for layer in LAYERS, direction in fwd/bwd."""
+    return {(layer, d): layer_graph(model, setting, layer, d) for layer in LAYERS for d in DIRECTIONS}

@@ -1,0 +1,153 @@
+"""Memory of one layer on one device: parameters, gradients, optimizer state, stashed activations.
+
+Activations follow Korthikanti et al. 2022 (arXiv 2205.05198, sec. 4, eq. 1-6), tensor by tensor, so for
+a GPT block (MHA, GELU, ffn = 4h, dropout) they reduce to the paper's closed forms (bytes, per microbatch):
+  none:            s*b*h*(10 + 24/t + 5*a*s/(h*t))     sequence parallel:      s*b*h/t*(34 + 5*a*s/h)
+  selective:       s*b*h*(10 + 24/t)                   SP + selective:         34*s*b*h/t
+  full:            2*s*b*h  (/t with SP: only the layer input is kept)
+and generalise: no dropout drops the masks (and the dropout output), SwiGLU keeps gate and up, GQA
+keeps smaller K and V.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from phaze.errors import ConfigError
+from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.graphs import LAYERS, check_setting
+
+# bytes per parameter: (weight, gradient, optimizer state)
+# adam: fp16 weight, fp32 main grad, fp32 master copy + m + v (Megatron mixed precision: 18 B/param,
+# which reproduces Korthikanti et al. Fig. 1); sgd: the Phaze reference (fp16 weight and grad, no state).
+OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2, 0)}
+ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
+
+
+@dataclass(frozen=True)
+class LayerMemory:
+    """Per-device memory of one layer. ``activation_bytes`` is kept per microbatch for the backward;
+    ``tied_params`` are also counted in the embedding layer (subtract them if both sit on one stage);
+    ``recompute_working_bytes`` is re-materialised transiently while this layer's backward runs."""
+
+    params: int
+    weight_bytes: int
+    grad_bytes: int
+    optimizer_bytes: int
+    activation_bytes: int
+    boundary_fwd_bytes: int
+    boundary_bwd_bytes: int
+    tied_params: int = 0
+    recompute_working_bytes: int = 0
+
+    @property
+    def static_bytes(self) -> int:
+        """Weights + gradients + optimizer state."""
+        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
+
+
+def _norm_params(model: ModelConfig) -> int:
+    return 2 * model.hidden if model.norm == "layernorm" else model.hidden
+
+
+def layer_params(model: ModelConfig, layer: str, tp: int = 1, vocab: int | None = None) -> int:
+    """Parameters of one layer on one of ``tp`` devices (Megatron sharding; norms, row-parallel biases and
+    positions replicated). ``vocab`` defaults to the padded vocabulary for ``tp``."""
+    h, bias = model.hidden, int(model.bias)
+    v = model.padded_vocab(tp) if vocab is None else vocab
+    width = model.embed_proj_dim or h
+    if layer == "block":
+        qkv = (model.heads + 2 * model.num_kv_heads) * model.head_dim
+        fc1 = 2 * model.ffn if model.mlp == "swiglu" else model.ffn
+        sharded = h * qkv + h * h + h * fc1 + model.ffn * h + bias * (qkv + fc1)
+        return sharded // tp + bias * 2 * h + 2 * _norm_params(model)
+    if layer == "embedding":
+        n = -(-v // tp) * width
+        if model.position == "learned":
+            n += model.seq_len * h + (2 * h if model.arch == "encoder" else 0)  # BERT: 2 token types
+        if model.arch == "encoder":
+            n += _norm_params(model)
+        if model.embed_proj_dim:
+            n += width * h  # OPT project_in (no bias)
+        return n
+    if layer == "head":
+        n = _norm_params(model) + -(-v // tp) * width  # final/MLM norm + LM head (copy, if tied)
+        if model.arch == "encoder":
+            n += h * h + bias * h + bias * -(-v // tp)  # BERT MLM transform dense + output bias
+        if model.embed_proj_dim:
+            n += h * width  # OPT project_out (no bias)
+        return n
+    raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
+
+
+def param_count(model: ModelConfig) -> int:
+    """Whole-model parameters, unsharded, unpadded vocabulary, tied embeddings counted once.
+    BERT counts the MLM head (dense, norm, output bias) but not the pooler/NSP head."""
+    tied = model.vocab * (model.embed_proj_dim or model.hidden) if model.tied_embeddings else 0
+    return (layer_params(model, "embedding", 1, model.vocab) + model.num_layers * layer_params(model, "block")
+            + layer_params(model, "head", 1, model.vocab) - tied)
+
+
+def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> dict[str, int]:
+    """Tensors kept for the backward (bytes per microbatch per device) before recompute is applied."""
+    b, s, h, t, e = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, setting.bytes_per_element
+    sl = s // t if setting.sequence_parallel and t > 1 else s  # replicated region, sharded by SP
+    drop, width = model.dropout, model.embed_proj_dim or h
+    if layer == "embedding":
+        terms = {"token_ids": 8 * b * s}  # int64 ids for the gather backward
+        if model.embed_proj_dim:
+            terms["project_in.input"] = e * b * sl * width
+        if model.arch == "encoder":
+            terms["embed_norm.input"] = e * b * sl * h
+        if drop:
+            terms["embed_dropout.mask"] = b * sl * h
+        return terms
+    if layer == "head":
+        terms = {}
+        if model.arch == "encoder":
+            terms.update({"mlm_dense.input": e * b * sl * h, "mlm_gelu.input": e * b * sl * h})
+        terms["norm.input"] = e * b * sl * h
+        if model.embed_proj_dim:
+            terms["project_out.input"] = e * b * sl * h
+        terms["lm_head.input"] = e * b * sl * width  # with SP the shard is kept and re-gathered
+        terms["cross_entropy.softmax"] = 4 * b * s * (model.padded_vocab(t) // t)  # fp32 (Korthikanti 4sbv/t)
+        return terms
+    a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
+    terms = {"norm1.input": e * b * sl * h, "qkv.input": e * b * sl * h,
+             "q,k": e * b * s * (a + g) * d, "v": e * b * s * g * d,
+             "softmax.output": e * b * a * s * s}
+    if drop:
+        terms.update({"attn_dropout.mask": b * a * s * s, "attn_dropout.output": e * b * a * s * s})
+    terms.update({"out_proj.input": e * b * s * a * d, "norm2.input": e * b * sl * h, "fc1.input": e * b * sl * h,
+                  "fc1.output": e * b * s * (2 * f if model.mlp == "swiglu" else f), "fc2.input": e * b * s * f})
+    if drop:
+        terms.update({"attn_residual.mask": b * sl * h, "mlp_residual.mask": b * sl * h})
+    return terms
+
+
+def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimizer: str = "adam") -> LayerMemory:
+    """Per-device memory of ``layer`` under ``setting`` (see module docstring for the activation model)."""
+    if optimizer not in OPTIMIZERS:
+        raise ConfigError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
+    if layer not in LAYERS:
+        raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
+    check_setting(model, setting)
+    t = setting.tp
+    params = layer_params(model, layer, t)
+    wb, gb, ob = OPTIMIZERS[optimizer]
+    terms = activation_terms(model, setting, layer)
+    kept = total = sum(terms.values())
+    if layer == "block" and setting.recompute == "selective":
+        kept = total - sum(terms.get(k, 0) for k in ATTENTION_CORE)
+    elif layer == "block" and setting.recompute == "full":
+        kept = terms["norm1.input"]  # only the layer input (Korthikanti et al. 2022, sec. 4.3: 2sbh)
+    sl = setting.seq_len // t if setting.sequence_parallel and t > 1 else setting.seq_len
+    boundary = setting.bytes_per_element * setting.microbatch_size * sl * model.hidden
+    tied = -(-model.padded_vocab(t) // t) * (model.embed_proj_dim or model.hidden)
+    return LayerMemory(
+        params=params, weight_bytes=wb * params, grad_bytes=gb * params, optimizer_bytes=ob * params,
+        activation_bytes=kept,
+        boundary_fwd_bytes=0 if layer == "head" else boundary,
+        boundary_bwd_bytes=0 if layer == "embedding" else boundary,
+        tied_params=tied if layer == "head" and model.tied_embeddings else 0,
+        recompute_working_bytes=total - kept,
+    )

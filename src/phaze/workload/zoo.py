@@ -1,0 +1,121 @@
+"""The model zoo (data in ``zoo/models.yaml``) and user model files (.yaml/.yml/.json), validated at the edge.
+
+Note: ``gpt3-175b`` keeps the paper's vocabulary (50257); the comparison with Korthikanti et al. 2022
+uses vocab 51200 and overrides it with ``dataclasses.replace(get_model("gpt3-175b"), vocab=51200)``.
+"""
+from __future__ import annotations
+
+import difflib
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from phaze.errors import ConfigError
+from phaze.workload.config import ModelConfig
+
+FILE_SUFFIXES = (".yaml", ".yml", ".json")
+PosInt = Annotated[int, Field(strict=True, gt=0)]
+
+
+class _ModelSpec(BaseModel):
+    """Pydantic mirror of ModelConfig: the schema a user file must follow (unknown fields rejected)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str | None = None
+    num_layers: PosInt
+    hidden: PosInt
+    heads: PosInt
+    ffn: PosInt
+    vocab: PosInt
+    seq_len: PosInt
+    kv_heads: PosInt | None = None
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    mlp: Literal["gelu", "swiglu"] = "gelu"
+    tied_embeddings: Annotated[bool, Field(strict=True)] = True
+    arch: Literal["encoder", "decoder"] = "decoder"
+    position: Literal["learned", "rotary"] = "learned"
+    bias: Annotated[bool, Field(strict=True)] = True
+    dropout: Annotated[bool, Field(strict=True)] = True
+    max_tp: PosInt = 8
+    vocab_pad_multiple: PosInt = 1
+    embed_proj_dim: PosInt | None = None
+
+
+def _describe(err: dict[str, Any]) -> str:
+    """One pydantic error as "field 'x': what is wrong; how to fix it"."""
+    field = ".".join(str(p) for p in err["loc"]) or "<top level>"
+    kind = err["type"]
+    if kind == "missing":
+        return f"missing required field '{field}'; add it"
+    if kind == "extra_forbidden":
+        allowed = ", ".join(_ModelSpec.model_fields)
+        return f"unknown field '{field}'; allowed fields are: {allowed}"
+    if kind == "greater_than":
+        return f"field '{field}' must be a positive integer, got {err.get('input')!r}"
+    return f"field '{field}': {err['msg']} (got {err.get('input')!r}); fix the value"
+
+
+def model_from_mapping(data: Any, source: str, default_name: str) -> ModelConfig:
+    """Validate a mapping of ModelConfig fields; every problem becomes a one-line ConfigError."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a mapping of model fields (name: value), got {type(data).__name__}")
+    try:
+        spec = _ModelSpec.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+    fields = spec.model_dump()
+    fields["name"] = fields["name"] or default_name
+    try:
+        return ModelConfig(**fields)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def load_model_file(path: str | Path) -> ModelConfig:
+    """Read one model from a .yaml/.yml/.json file whose keys are ModelConfig field names."""
+    p = Path(path)
+    if p.suffix.lower() not in FILE_SUFFIXES:
+        raise ConfigError(f"{p}: model files must end in .yaml, .yml or .json")
+    if not p.is_file():
+        raise ConfigError(f"{p}: model file does not exist; check the path")
+    try:
+        text = p.read_text(encoding="utf-8")
+        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
+    return model_from_mapping(data, str(p), default_name=p.stem)
+
+
+@lru_cache(maxsize=1)
+def _zoo() -> dict[str, ModelConfig]:
+    text = resources.files("phaze.workload").joinpath("zoo/models.yaml").read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    return {name: model_from_mapping({**fields, "name": name}, f"zoo:{name}", name) for name, fields in raw.items()}
+
+
+def list_models() -> list[ModelConfig]:
+    """Every model of the built-in zoo, in file order."""
+    return list(_zoo().values())
+
+
+def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
+    """A zoo model by name (case-insensitive), or a model read from a .yaml/.yml/.json file."""
+    if isinstance(name_or_path, ModelConfig):
+        return name_or_path
+    key = str(name_or_path)
+    if Path(key).suffix.lower() in FILE_SUFFIXES or Path(key).is_file():
+        return load_model_file(key)
+    zoo = _zoo()
+    if key.lower() in zoo:
+        return zoo[key.lower()]
+    close = difflib.get_close_matches(key.lower(), zoo, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise ConfigError(
+        f"unknown model '{key}'; {hint}known models: {', '.join(zoo)} (or pass a .yaml/.yml/.json file)"
+    )

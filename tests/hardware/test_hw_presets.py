@@ -1,0 +1,74 @@
+"""Presets against their datasheets; clusters and their tiers."""
+import pytest
+
+from phaze.errors import ConfigError
+from phaze.hardware import ACCELERATORS, CLUSTERS, get_accelerator, get_cluster
+
+
+def test_names():
+    assert set(ACCELERATORS) == {"tpuv4-like", "a100-80g", "h100-80g"}
+    assert set(CLUSTERS) == {"dgx-a100", "dgx-h100", "flat-4gib"}
+
+
+def test_a100_datasheet():
+    a = get_accelerator("a100-80g")
+    assert a.peak_matrix_flops == pytest.approx(312e12, rel=5e-3)   # dense FP16 tensor
+    assert a.peak_vector_flops == pytest.approx(78e12, rel=5e-3)    # FP16 non-tensor
+    assert (a.hbm_bytes, a.hbm_bandwidth_Bps, a.glb_bytes) == (80e9, 2.039e12, 40 * 2**20)
+    assert a.num_tc == 432 and a.tc_rows * a.tc_cols == 256
+
+
+def test_h100_datasheet():
+    h = get_accelerator("h100-80g")
+    assert h.peak_matrix_flops == pytest.approx(989e12, rel=1e-2)   # dense BF16 tensor
+    assert h.peak_vector_flops == pytest.approx(133.8e12, rel=5e-3)
+    assert (h.hbm_bytes, h.hbm_bandwidth_Bps, h.glb_bytes) == (80e9, 3.35e12, 50 * 2**20)
+
+
+def test_tpuv4_like_template():
+    t = get_accelerator("tpuv4-like")
+    assert (t.num_tc, t.tc_rows, t.tc_cols, t.num_vc, t.vc_width, t.glb_bytes) == (8, 128, 128, 2, 128, 128 * 2**20)
+    assert t.hbm_bytes == 32 * 2**30 and t.hbm_bandwidth_Bps == 1200e9 and t.freq_hz == 1e9
+
+
+def test_efficiencies_are_fractions():
+    for a in ACCELERATORS.values():
+        for f in (a.matrix_efficiency, a.vector_efficiency, a.memory_efficiency):
+            assert 0 < f <= 1
+
+
+def test_unknown_preset_lists_names():
+    with pytest.raises(ConfigError, match="a100-80g"):
+        get_accelerator("b200")
+    with pytest.raises(ConfigError, match="dgx-a100"):
+        get_cluster("torus")
+
+
+def test_dgx_a100_tiers():
+    c = get_cluster("dgx-a100")
+    assert c.num_devices == 1024
+    nv, ib = c.tiers
+    assert (nv.devices_per_group, nv.bandwidth_Bps) == (8, 300e9)
+    assert (ib.devices_per_group, ib.bandwidth_Bps) == (1024, 25e9)
+    assert c.tier_for_group(8) is nv and c.tier_for_group(16) is ib and c.tier_for_group(2, stride=8) is ib
+    assert 0 < nv.efficiency <= 1 and ib.latency_s == pytest.approx(5e-6)
+
+
+def test_dgx_h100_and_flat():
+    h = get_cluster("dgx-h100", 64)
+    assert h.tiers[0].bandwidth_Bps == 450e9 and h.tiers[1].bandwidth_Bps == 50e9
+    assert h.tiers[-1].devices_per_group == 64
+    f = get_cluster("flat-4gib")
+    assert f.num_devices == 1024 and len(f.tiers) == 1
+    assert f.tiers[0].effective_bandwidth_Bps == 4 * 2**30 and f.tier_for_group(1024) is f.tiers[0]
+
+
+def test_small_cluster_keeps_fast_tier():
+    c = get_cluster("dgx-a100", 8)
+    assert len(c.tiers) == 1 and c.tiers[0].name == "nvlink"
+
+
+@pytest.mark.parametrize("n", [0, -4, 2.5])
+def test_bad_device_count(n):
+    with pytest.raises(ConfigError):
+        get_cluster("dgx-a100", n)
