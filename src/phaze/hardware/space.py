@@ -190,9 +190,7 @@ def resolve_space(space: DesignSpace | str | Path | None = "default", budget_mm2
 def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2: float | None = None) -> dict:
     """Size of a space under its budget: plain numbers for tables and JSON (used by ``phaze arch``)."""
     ds = resolve_space(space, budget_mm2)
-    t0 = time.perf_counter()
     cands = enumerate_space(ds)
-    dt = time.perf_counter() - t0
     return {
         "space": str(space) if space is not None else "default",
         "raw_points": ds.raw_size,
@@ -203,5 +201,4 @@ def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2
         "min_fraction": ds.min_fraction,
         "min_area_mm2": float(cands.area_mm2.min()) if len(cands) else None,
         "max_area_mm2": float(cands.area_mm2.max()) if len(cands) else None,
-        "enumerate_s": dt,
     }

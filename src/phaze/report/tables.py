@@ -35,6 +35,8 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) 
 
 
 def print_tables(*tables: Table, console: Console | None = None) -> None:
-    console = console or Console()
+    """Print to stdout; when stdout is not a terminal, use a wide fixed width instead of wrapping at 80."""
+    import sys
+    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
     for t in tables:
         console.print(t)

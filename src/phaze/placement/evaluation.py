@@ -1,0 +1,164 @@
+"""Evaluate one plan: iteration time with its breakdown, throughput, MFU and memory per stage.
+
+``evaluate_costs`` works on plain per-layer numbers (``LayerCosts`` per recompute mode) and is what the
+optimizer's result is checked against; ``evaluate`` builds those numbers for a model and chip first.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import numpy as np
+
+from phaze.errors import ConfigError, InfeasibleError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.cluster import Cluster
+from phaze.placement import stage as st
+from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
+    setting_for
+from phaze.placement.plan import Evaluation, Plan, StageBreakdown
+from phaze.workload.config import ModelConfig
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """What placement needs to know about the chip beyond per-layer costs."""
+
+    hbm_bytes: float
+    hbm_Bps: float  # achievable HBM bandwidth (optimizer step)
+    peak_matrix_flops: float  # for MFU
+
+    @classmethod
+    def of(cls, acc: Accelerator) -> "DeviceSpec":
+        return cls(float(acc.hbm_bytes), float(acc.hbm_bandwidth_Bps * acc.memory_efficiency),
+                   float(acc.peak_matrix_flops))
+
+
+def check_batch(plan: Plan, global_batch: int) -> None:
+    if plan.microbatch_size * plan.num_microbatches * plan.dp != global_batch:
+        raise ConfigError(
+            f"global batch {global_batch} != microbatch_size {plan.microbatch_size} x num_microbatches "
+            f"{plan.num_microbatches} x dp {plan.dp} = "
+            f"{plan.microbatch_size * plan.num_microbatches * plan.dp}; make them match")
+
+
+def _layer_counts(r: tuple[int, int], n_layers: int) -> tuple[int, int, int]:
+    a, b = r
+    e = int(a == 0)
+    h = int(b == n_layers)
+    return e, b - a - e - h, h
+
+
+def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, cluster: Cluster,
+                   global_batch: int, device: DeviceSpec, *, num_blocks: int,
+                   model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool = True,
+                   time_model: str = "given") -> Evaluation:
+    """Evaluate ``plan`` from per-layer costs: ``costs`` maps each recompute mode the plan uses to its
+    LayerCosts (or is one LayerCosts used for every stage)."""
+    check_batch(plan, global_batch)
+    n_layers = num_blocks + 2
+    if plan.num_layers != n_layers:
+        raise ConfigError(f"plan covers {plan.num_layers} layers but the model has {n_layers} "
+                          f"(embedding, {num_blocks} blocks, head); fix the stage ranges")
+    if plan.devices > cluster.num_devices:
+        raise InfeasibleError(f"plan needs {plan.devices} devices (p={plan.pp} x t={plan.tp} x d={plan.dp}) "
+                              f"but the cluster has {cluster.num_devices}")
+    p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.dp
+    topo = st.Topology.of(cluster, plan.tp, d, p)
+    n_chunks = len(plan.stages)
+    stages: list[StageBreakdown] = []
+    T, R = [], []
+    for i in range(p):
+        mode = plan.recompute_of(i)
+        if isinstance(costs, LayerCosts):
+            c = costs
+        else:
+            if mode not in costs:
+                raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
+            c = costs[mode]
+        acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
+                   activation_bytes=0.0)
+        working, sends, has_e, has_h = 0.0, 0.0, False, False
+        for j, r in enumerate(plan.chunks_of(i)):
+            k = i + j * p
+            e, nb, h = _layer_counts(r, n_layers)
+            has_e, has_h = has_e or bool(e), has_h or bool(h)
+            s = st.stage_sums(c, e, nb, h)
+            for f in acc:
+                acc[f] = acc[f] + float(getattr(s, f))
+            working = max(working, float(s.working_bytes))
+            if k < n_chunks - 1:
+                sends += float(st.p2p_s(st.boundary_out_bytes(c, nb, h), topo.pp_tier))
+            if k > 0:
+                sends += float(st.p2p_s(st.boundary_in_bytes(c, e, nb), topo.pp_tier))
+        sums = st.StageSums(working_bytes=working, **acc)
+        tied = st.tied_static_bytes(c) if has_e and has_h else 0.0
+        inflight = st.in_flight_microbatches(i, p, m, v)
+        mem = float(st.stage_memory(sums, inflight, d, plan.zero1, tied))
+        sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, plan.zero1))
+        if has_e != has_h:
+            sync += st.tied_sync_s(c, topo)
+        exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp))
+        opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps))
+        t_i = sums.fwd_s + sums.bwd_s + sends
+        T.append(t_i)
+        R.append(exposed + opt)
+        stages.append(StageBreakdown(
+            stage=i, layers=plan.chunks_of(i), recompute=mode, fwd_s=sums.fwd_s, bwd_s=sums.bwd_s, p2p_s=sends,
+            time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=sums.weight_bytes,
+            grad_bytes=sums.grad_bytes,
+            optimizer_bytes=sums.optimizer_bytes / d if plan.zero1 else sums.optimizer_bytes,
+            activation_bytes=inflight * sums.activation_bytes, working_bytes=working,
+            in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
+            optimizer_step_s=opt))
+    pipeline = st.pipeline_time_s(T, m, v)
+    tmax = max(T)
+    tail_i = int(np.argmax(R))
+    iteration = pipeline + R[tail_i]
+    mems = np.array([s.memory_bytes for s in stages])
+    excess = mems - device.hbm_bytes
+    worst = int(np.argmax(excess))
+    fits = bool(excess[worst] <= 0)
+    flops = 3.0 * model_flops_per_sequence * global_batch
+    return Evaluation(
+        plan=plan, stages=tuple(stages), time_model=time_model, pipeline_s=pipeline, steady_s=m * tmax,
+        bubble_s=pipeline - m * tmax, p2p_s=float(sum(s.p2p_s for s in stages)),
+        dp_allreduce_s=stages[tail_i].dp_exposed_s, optimizer_step_s=stages[tail_i].optimizer_step_s,
+        iteration_time_s=iteration, throughput_seq_per_s=global_batch / iteration,
+        throughput_tokens_per_s=global_batch * seq_len / iteration, model_flops_per_iteration=flops,
+        mfu=flops / (iteration * plan.devices * device.peak_matrix_flops) if device.peak_matrix_flops else 0.0,
+        memory_bytes_per_device=float(mems.max()), memory_capacity_bytes=device.hbm_bytes, fits=fits,
+        oom_stage=None if fits else worst, memory_excess_bytes=0.0 if fits else float(excess[worst]),
+        bottleneck_stage=int(np.argmax(T)))
+
+
+def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, *,
+               time_model: str = "auto", optimizer: str = "adam", seq_len: int | None = None,
+               **kw) -> dict[str, LayerCosts]:
+    """LayerCosts for every recompute mode ``plan`` uses."""
+    if not model.valid_tp(plan.tp):
+        raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: use a power of two "
+                          f"<= {model.max_tp} dividing heads ({model.heads}) and kv heads ({model.num_kv_heads})")
+    tier = cluster.tier_for_group(plan.tp, 1)
+    out = {}
+    for mode in set(plan.recompute_modes):
+        s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len)
+        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **kw)
+    return out
+
+
+def evaluate(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
+             *, time_model: str = "auto", overlap_dp: bool = True, optimizer: str = "adam",
+             seq_len: int | None = None, **cost_kw) -> Evaluation:
+    """Iteration time, throughput, MFU and per-stage memory of ``plan`` for ``model`` on ``cluster`` of
+    ``accelerator``s. ``time_model``: "auto" (sequential for GPU presets, scheduled otherwise),
+    "scheduled" or "sequential" (see ``phaze.placement.layer_costs``). ``overlap_dp``: the gradient
+    all-reduce overlaps with the backward of the last microbatch."""
+    check_batch(plan, global_batch)
+    costs = plan_costs(plan, model, accelerator, cluster, time_model=time_model, optimizer=optimizer,
+                       seq_len=seq_len, **cost_kw)
+    tm = next(iter(costs.values())).time_model
+    s = seq_len or model.seq_len
+    return evaluate_costs(plan, costs, cluster, global_batch, DeviceSpec.of(accelerator),
+                          num_blocks=model.num_layers, model_flops_per_sequence=model_forward_flops_per_sequence(model, s),
+                          seq_len=s, overlap_dp=overlap_dp, time_model=tm)

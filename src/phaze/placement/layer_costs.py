@@ -1,0 +1,188 @@
+"""Per-layer costs as plain data: forward/backward seconds and memory of embedding, block and head.
+
+``LayerCosts`` is everything the placement stage needs to know about one (model, chip, TrainSetting,
+TP network tier) -- a handful of floats per layer kind -- so the partition DP and the plan evaluation run
+on plain numbers (and the co-search can build ``LayerCosts`` from vectorized bounds instead).
+
+Two layer-time models:
+- ``"scheduled"``: the layer's optimal operator schedule over tensor cores, vector cores and the network
+  port (``phaze.schedule``): independent ops overlap, TP collectives overlap with compute where the DAG
+  allows. This is the paper's model and the right one for a designed chip with several cores.
+- ``"sequential"``: every op runs on all cores of its kind, one after another, collectives not overlapped
+  (sum of op latencies). This is how Megatron-LM executes on a GPU (one CUDA stream of kernels, blocking
+  NCCL calls in the TP region), so it is the default for GPU presets.
+``time_model="auto"`` picks "sequential" for accelerators in ``GPU_ACCELERATORS`` (the GPU presets, or any
+chip whose name starts with one of their prefixes) and "scheduled" otherwise.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.cluster import NetworkTier
+from phaze.workload.config import ModelConfig, TrainSetting
+
+TimeModel = Literal["auto", "scheduled", "sequential"]
+LAYER_KINDS = ("embedding", "block", "head")
+# Chips that run layers as a sequence of kernels (GPUs): "auto" costs them with the sequential model.
+GPU_ACCELERATORS = ("a100", "h100", "v100", "gpu")
+
+
+@dataclass(frozen=True)
+class LayerCost:
+    """One layer kind on one device, per microbatch. ``bwd_s`` includes the recomputed forward ops."""
+
+    fwd_s: float
+    bwd_s: float
+    params: int = 0
+    weight_bytes: float = 0.0
+    grad_bytes: float = 0.0
+    optimizer_bytes: float = 0.0
+    activation_bytes: float = 0.0  # kept for the backward, per microbatch
+    boundary_fwd_bytes: float = 0.0  # activation sent to the next layer
+    boundary_bwd_bytes: float = 0.0  # gradient sent to the previous layer
+    working_bytes: float = 0.0  # re-materialised transiently during this layer's backward
+    tied_params: int = 0  # params that are a copy of another layer's (tied LM head)
+
+    @property
+    def time_s(self) -> float:
+        return self.fwd_s + self.bwd_s
+
+    @property
+    def static_bytes(self) -> float:
+        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
+
+
+@dataclass(frozen=True)
+class LayerCosts:
+    """Costs of the three layer kinds for one training setting (per device, per microbatch)."""
+
+    embedding: LayerCost
+    block: LayerCost
+    head: LayerCost
+    setting: TrainSetting | None = None
+    time_model: str = "given"
+
+    def __getitem__(self, kind: str) -> LayerCost:
+        if kind not in LAYER_KINDS:
+            raise ConfigError(f"unknown layer kind {kind!r}; use one of {', '.join(LAYER_KINDS)}")
+        return getattr(self, kind)
+
+
+def default_time_model(accelerator: Accelerator) -> str:
+    """"sequential" for GPU presets (name starts with a GPU prefix), "scheduled" for designed chips."""
+    name = accelerator.name.lower()
+    return "sequential" if any(name.startswith(p) for p in GPU_ACCELERATORS) else "scheduled"
+
+
+def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
+    if time_model == "auto":
+        return default_time_model(accelerator)
+    if time_model not in ("scheduled", "sequential"):
+        raise ConfigError(f"time_model must be 'auto', 'scheduled' or 'sequential', got {time_model!r}")
+    return time_model
+
+
+def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None) -> float:
+    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped."""
+    import numpy as np
+
+    from phaze.cost import op_latency_s
+    from phaze.workload.ops import Collective, op_resource
+
+    arch = accelerator.as_arrays()
+    total = 0.0
+    for op in graph.ops:
+        kind = op_resource(op)
+        if isinstance(op, Collective) and op.group_size <= 1:
+            continue
+        cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
+        total += float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
+    return total
+
+
+def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
+                      time_limit_s: float, schedule_cache) -> float:
+    from phaze.schedule import build_problem, solve, solve_cached
+
+    problem = build_problem(graph, accelerator, tier)
+    if schedule_cache is not None:
+        return float(solve_cached(problem, schedule_cache, time_limit_s).makespan_s)
+    return float(solve(problem, time_limit_s=time_limit_s).makespan_s)
+
+
+_CACHE: dict[tuple, LayerCosts] = {}
+
+
+def clear_cache() -> None:
+    _CACHE.clear()
+
+
+def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
+                        tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str = "adam",
+                        *, schedule_time_limit_s: float = 5.0, schedule_cache=None) -> LayerCosts:
+    """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
+    layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer)."""
+    tm = resolve_time_model(time_model, accelerator)
+    tier = tp_tier if setting.tp > 1 else None
+    key = (model, accelerator, setting, tier, tm, optimizer)
+    hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    from phaze.workload.graphs import layer_graph
+    from phaze.workload.memory import layer_memory
+
+    kinds = {}
+    for kind in LAYER_KINDS:
+        times = []
+        for direction in ("fwd", "bwd"):
+            g = layer_graph(model, setting, kind, direction)
+            if tm == "sequential":
+                times.append(_sequential_time_s(g, accelerator, tier))
+            else:
+                times.append(_scheduled_time_s(g, accelerator, tier, schedule_time_limit_s, schedule_cache))
+        mem = layer_memory(model, setting, kind, optimizer)
+        kinds[kind] = LayerCost(
+            fwd_s=times[0], bwd_s=times[1], params=int(mem.params), weight_bytes=float(mem.weight_bytes),
+            grad_bytes=float(mem.grad_bytes), optimizer_bytes=float(mem.optimizer_bytes),
+            activation_bytes=float(mem.activation_bytes), boundary_fwd_bytes=float(mem.boundary_fwd_bytes),
+            boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
+            working_bytes=float(getattr(mem, "recompute_working_bytes", 0)),
+            tied_params=int(getattr(mem, "tied_params", 0)))
+    out = LayerCosts(setting=setting, time_model=tm, **kinds)
+    _CACHE[key] = out
+    return out
+
+
+def model_forward_flops_per_sequence(model: ModelConfig, seq_len: int | None = None) -> float:
+    """Matrix FLOPs of one forward pass of one sequence through the whole (unsharded) model, from the
+    layer graphs at t=1 without recompute: embedding + num_layers blocks + head (GEMMs only)."""
+    key = ("flops", model, seq_len)
+    hit = _FLOPS_CACHE.get(key)
+    if hit is not None:
+        return hit
+    from phaze.workload.graphs import layer_graph
+    from phaze.workload.ops import Gemm
+
+    s = TrainSetting(microbatch_size=1, seq_len=seq_len or model.seq_len, tp=1)
+    per = {k: float(sum(op.flops for op in layer_graph(model, s, k, "fwd").ops if isinstance(op, Gemm)))
+           for k in LAYER_KINDS}
+    total = per["embedding"] + model.num_layers * per["block"] + per["head"]
+    _FLOPS_CACHE[key] = total
+    return total
+
+
+_FLOPS_CACHE: dict[tuple, float] = {}
+
+
+def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
+                recompute: str, seq_len: int | None = None) -> TrainSetting:
+    s = TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
+                     sequence_parallel=bool(sequence_parallel and tp > 1), recompute=recompute)
+    return s
+
+
+__all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "default_time_model", "resolve_time_model",
+           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS", "clear_cache"]

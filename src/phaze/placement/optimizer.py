@@ -1,0 +1,263 @@
+"""The exact best plan: enumerate (t, mbs, sp, recompute, d, p, v, ZeRO-1), bound, solve the partition.
+
+Plan space (documented choices):
+- t: powers of two that ``model.valid_tp`` accepts (divide heads and kv heads, <= model.max_tp) and fit in
+  the fastest network tier (a TP group never leaves a node).
+- d: any divisor of global_batch / mbs, so that m = global_batch / (mbs * d) is an integer.
+- p: any value 1..L+2 with p * t * d <= devices (the paper's rule: not every device has to be used; with
+  ``use_all_devices=True`` only p * t * d == devices).
+- v (interleaving): v > 1 needs p >= 2, L divisible by p*v (equal virtual stages, as Megatron requires)
+  and m divisible by p (Megatron's interleaved schedule); the partition is then fixed.
+- recompute is one mode per plan (per-stage recompute is an evaluation feature, see open problems).
+For v = 1 the stage partition is solved exactly by ``phaze.placement.dp``. Combinations are visited in
+order of a lower bound on their iteration time (perfect balance, no memory limit) and the search stops
+when the bound cannot beat the k-th best plan found: exact, without solving most combinations.
+"""
+from __future__ import annotations
+
+import heapq
+import math
+import time
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+from phaze.errors import ConfigError, InfeasibleError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.cluster import Cluster
+from phaze.placement import stage as st
+from phaze.placement.dp import PartitionProblem
+from phaze.placement.evaluation import DeviceSpec, evaluate_costs
+from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
+    setting_for
+from phaze.placement.plan import Plan, PlanResult, SearchStats
+from phaze.workload.config import ModelConfig, TrainSetting
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A solved plan: its iteration time (the same formula ``evaluate`` uses) and the costs it used."""
+
+    iteration_time_s: float
+    plan: Plan
+    costs: LayerCosts
+
+
+def _divisors(n: int) -> list[int]:
+    out = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(out + [n // d for d in out]))
+
+
+def plan_from_blocks(blocks: Iterable[int], **kw) -> Plan:
+    """Stage ranges for per-stage block counts (embedding on the first stage, head on the last)."""
+    blocks = list(blocks)
+    ranges, pos = [], 0
+    for i, b in enumerate(blocks):
+        a = pos
+        pos += b + (1 if i == 0 else 0) + (1 if i == len(blocks) - 1 else 0)
+        ranges.append((a, pos))
+    return Plan(tuple(ranges), **kw)
+
+
+def _lower_bound(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
+                 hbm_Bps: float) -> float:
+    tb = c.block.fwd_s + c.block.bwd_s
+    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
+    return S / v + (m - 1.0 / v) * S / p + traffic_per_dev / p / hbm_Bps
+
+
+def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
+                          global_batch: int, device: DeviceSpec, *, devices: int | None = None,
+                          interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
+                          overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
+                          ) -> tuple[list[Candidate], SearchStats, str]:
+    """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
+    TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute), all
+    d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call this per chip.
+    Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty."""
+    t0 = time.perf_counter()
+    N = devices or cluster.num_devices
+    L = num_blocks
+    B = global_batch
+    z_values = (zero1,) if isinstance(zero1, bool) else tuple(dict.fromkeys(zero1))
+    v_values = tuple(sorted(set(int(v) for v in interleave_values)))
+    cap = device.hbm_bytes
+    combos = []  # (lb, seq, setting, c, d, p, v, z)
+    considered = 0
+    covered = 0.0
+    min_need = math.inf
+    topo_cache: dict = {}
+    p2p_cache: dict = {}
+    seq = 0
+    for s, c in costs_by_setting.items():
+        mbs, t = s.microbatch_size, s.tp
+        if B % mbs:
+            continue
+        E, Bk, H = c.embedding, c.block, c.head
+        traffic = E.grad_bytes + 2 * E.optimizer_bytes + E.weight_bytes + L * (
+            Bk.grad_bytes + 2 * Bk.optimizer_bytes + Bk.weight_bytes) + H.grad_bytes + 2 * H.optimizer_bytes + \
+            H.weight_bytes
+        act_total = E.activation_bytes + L * Bk.activation_bytes + H.activation_bytes
+        for d in _divisors(B // mbs):
+            if t * d > N:
+                break
+            m = B // (mbs * d)
+            key = (t, d)
+            if key not in p2p_cache:
+                tier = cluster.tier_for_group(2, t * d)
+                pf = min(float(st.p2p_s(Bk.boundary_fwd_bytes, tier)), float(st.p2p_s(E.boundary_fwd_bytes, tier)))
+                pb = min(float(st.p2p_s(Bk.boundary_bwd_bytes, tier)), float(st.p2p_s(H.boundary_bwd_bytes, tier)))
+                p2p_cache[key] = (pf, pb)
+            pf, pb = p2p_cache[key]
+            p_max = min(L + 2, N // (t * d))
+            for z in z_values:
+                opt_b = 1.0 / d if z else 1.0
+                static_total = (E.weight_bytes + E.grad_bytes + E.optimizer_bytes * opt_b
+                                + L * (Bk.weight_bytes + Bk.grad_bytes + Bk.optimizer_bytes * opt_b)
+                                + H.weight_bytes + H.grad_bytes + H.optimizer_bytes * opt_b)
+                tr = traffic / d if z else traffic
+                for p in range(1, p_max + 1):
+                    if use_all_devices and p * t * d != N:
+                        continue
+                    need = (static_total - (st.tied_static_bytes(c) if p == 1 else 0.0) + act_total) / p
+                    for v in v_values:
+                        if v > 1 and (p < 2 or L % (p * v) or m % p):
+                            continue
+                        considered += 1
+                        min_need = min(min_need, need)
+                        if need > cap:  # the memory of the whole model cannot spread over p devices
+                            continue
+                        lb = _lower_bound(c, L, p, v, m, pf, pb, tr, device.hbm_Bps)
+                        combos.append((lb, seq, s, c, d, p, v, z, m))
+                        seq += 1
+    combos.sort(key=lambda x: (x[0], x[1]))
+    K = max(1, top_k + 1)
+    top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
+    solved = 0
+    for lb, sq, s, c, d, p, v, z, m in combos:
+        if len(top) >= K and lb >= -top[0][0]:
+            break
+        solved += 1
+        key = (s.tp, d, p)
+        topo = topo_cache.get(key)
+        if topo is None:
+            topo = topo_cache[key] = st.Topology.of(cluster, s.tp, d, p)
+        kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
+                  sequence_parallel=s.sequence_parallel, zero1=z)
+        if v == 1:
+            covered += math.comb(L + 1, p - 1) if p >= 2 else 1
+            sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps).solve()
+            if sol is None:
+                continue
+            plan = plan_from_blocks(sol.blocks, **kw)
+            obj = sol.objective_s
+        else:
+            covered += 1
+            plan = Plan.balanced(L, p, interleave=v, **kw)
+            ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
+            if not ev.fits:
+                continue
+            obj = ev.iteration_time_s
+        cand = Candidate(obj, plan, c)
+        item = (-obj, -sq, cand)
+        if len(top) < K:
+            heapq.heappush(top, item)
+        elif obj < -top[0][0]:
+            heapq.heapreplace(top, item)
+    out = [x[2] for x in sorted(top, key=lambda x: (-x[0], -x[1]))]
+    stats = SearchStats(plans_considered=considered, plans_solved=solved, partitions_covered=covered,
+                        wall_time_s=time.perf_counter() - t0)
+    reason = ""
+    if not out:
+        if considered == 0:
+            reason = (f"no plan shape is possible: global batch {B} with these microbatch sizes and "
+                      f"{N} devices gives no valid (t, p, d); change the batch, microbatch sizes or devices")
+        elif min_need > cap:
+            reason = (f"the model does not fit on {N} devices: even spread over the deepest pipeline it needs "
+                      f"{min_need / GiB:.1f} GiB per device > {cap / GiB:.1f} GiB; use more devices, "
+                      f"recompute, ZeRO-1 or a larger HBM")
+        else:
+            reason = (f"no plan fits in {cap / GiB:.1f} GiB per device on {N} devices (the memory of some "
+                      f"stage always exceeds it); use more devices, recompute, ZeRO-1 or a larger HBM")
+    return out, stats, reason
+
+
+def best_plan_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
+                         global_batch: int, device: DeviceSpec, **kw) -> Candidate | None:
+    """The single best plan from plain per-layer costs (None when nothing fits)."""
+    kw.setdefault("top_k", 0)
+    cands, _, _ = best_plans_from_costs(costs_by_setting, num_blocks, cluster, global_batch, device, **kw)
+    return cands[0] if cands else None
+
+
+def default_tp_values(model: ModelConfig, cluster: Cluster, devices: int) -> tuple[int, ...]:
+    fast = cluster.tiers[0].devices_per_group
+    out, t = [], 1
+    while t <= min(model.max_tp, fast, devices):
+        if model.valid_tp(t):
+            out.append(t)
+        t *= 2
+    return tuple(out)
+
+
+def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
+             devices: int | None = None, microbatch_sizes: Iterable[int] = (1, 2, 4, 8, 16),
+             recompute_modes: Iterable[str] = ("none", "selective", "full"),
+             tp_values: Iterable[int] | None = None, interleave_values: Iterable[int] = (1, 2, 4),
+             sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = False,
+             top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
+             seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
+             **cost_kw) -> PlanResult:
+    """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
+    ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
+    never affect the result. Raises InfeasibleError (one line) when nothing fits."""
+    t_start = time.perf_counter()
+    N = cluster.num_devices if devices is None else devices
+    if not isinstance(N, int) or N < 1:
+        raise ConfigError(f"devices must be a positive integer, got {N!r}")
+    if N > cluster.num_devices:
+        raise InfeasibleError(f"asked for {N} devices but cluster {cluster.name!r} has {cluster.num_devices}; "
+                              f"use --devices <= {cluster.num_devices} or a larger cluster")
+    if not isinstance(global_batch, int) or global_batch < 1:
+        raise ConfigError(f"global batch must be a positive integer, got {global_batch!r}")
+    tps = default_tp_values(model, cluster, N) if tp_values is None else tuple(tp_values)
+    for t in tps:
+        if not model.valid_tp(t):
+            raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: use a power of two "
+                              f"<= {model.max_tp} dividing heads ({model.heads}) and kv heads")
+    costs: dict[TrainSetting, LayerCosts] = {}
+    for mbs in microbatch_sizes:
+        if global_batch % mbs:
+            continue
+        for t in tps:
+            tier = cluster.tier_for_group(t, 1)
+            for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
+                for rc in recompute_modes:
+                    s = setting_for(model, mbs, t, sp, rc, seq_len)
+                    costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **cost_kw)
+    device = DeviceSpec.of(accelerator)
+    cands, stats, reason = best_plans_from_costs(
+        costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,
+        zero1=zero1, overlap_dp=overlap_dp, top_k=top_k, use_all_devices=use_all_devices)
+    if not cands:
+        raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
+    s_len = seq_len or model.seq_len
+    flops = model_forward_flops_per_sequence(model, s_len)
+    evals = []
+    for cand in cands:
+        ev = evaluate_costs(cand.plan, cand.costs, cluster, global_batch, device, num_blocks=model.num_layers,
+                            model_flops_per_sequence=flops, seq_len=s_len, overlap_dp=overlap_dp,
+                            time_model=cand.costs.time_model)
+        if not (ev.fits and math.isclose(ev.iteration_time_s, cand.iteration_time_s, rel_tol=1e-9, abs_tol=1e-12)):
+            raise AssertionError(f"placement bug: optimizer and evaluate disagree on {cand.plan.describe()}: "
+                                 f"{cand.iteration_time_s} vs {ev.iteration_time_s} (fits={ev.fits})")
+        evals.append(ev)
+    base = ()
+    if baselines:
+        from phaze.placement.baseline_plans import evaluate_baselines
+        base = evaluate_baselines(model, accelerator, cluster, global_batch, devices=N, time_model=time_model,
+                                  overlap_dp=overlap_dp, optimizer=optimizer, seq_len=seq_len, **cost_kw)
+    stats = SearchStats(stats.plans_considered, stats.plans_solved, stats.partitions_covered,
+                        time.perf_counter() - t_start)
+    return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats)

@@ -1,0 +1,241 @@
+"""The training plan and the results of evaluating and optimizing it (frozen plain data, SI units).
+
+Layers are numbered over ``model.layer_sequence()``: 0 = embedding, 1..L = blocks, L+1 = head.
+Devices are numbered tensor-parallel rank fastest, then data-parallel rank, then pipeline stage
+(Megatron-LM's default "tp-dp-pp" order): device = tp_rank + t * (dp_rank + d * stage). So a TP group is
+t consecutive devices, a DP group d devices t apart, and neighbouring pipeline stages are t*d apart.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from phaze.errors import ConfigError
+
+RECOMPUTE_MODES = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One training plan.
+
+    ``stages``: the (first_layer, last_layer_exclusive) ranges of the pipeline's virtual stages in order.
+    With ``interleave`` = v > 1 there are p*v of them and virtual stage k runs on pipeline device k % p
+    (Megatron's interleaved 1F1B); with v = 1 they are the p pipeline stages. ``recompute`` is one mode
+    for every stage, or a tuple with one mode per pipeline device stage. ``zero1`` shards the optimizer
+    state (and its update) over the d data-parallel ranks (ZeRO stage 1 / Megatron distributed optimizer).
+    """
+
+    stages: tuple[tuple[int, int], ...]
+    tp: int
+    dp: int
+    microbatch_size: int
+    num_microbatches: int
+    recompute: str | tuple[str, ...] = "none"
+    sequence_parallel: bool = False
+    interleave: int = 1
+    zero1: bool = False
+
+    def __post_init__(self) -> None:
+        for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave"):
+            v = getattr(self, f)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ConfigError(f"plan: '{f}' must be a positive integer, got {v!r}")
+        st = tuple(tuple(int(x) for x in r) for r in self.stages)
+        object.__setattr__(self, "stages", st)
+        if not st:
+            raise ConfigError("plan: needs at least one pipeline stage")
+        if st[0][0] != 0:
+            raise ConfigError(f"plan: the first stage must start at layer 0, got {st[0]}")
+        for a, b in zip(st, st[1:]):
+            if a[1] != b[0]:
+                raise ConfigError(f"plan: stages {a} and {b} are not contiguous")
+        for r in st:
+            if len(r) != 2 or r[1] <= r[0]:
+                raise ConfigError(f"plan: stage {r} must be a non-empty (first, last_exclusive) range")
+        if len(st) % self.interleave:
+            raise ConfigError(f"plan: {len(st)} virtual stages are not a multiple of interleave {self.interleave}")
+        rc = self.recompute
+        if isinstance(rc, (list, tuple)):
+            rc = tuple(rc)
+            object.__setattr__(self, "recompute", rc)
+            if len(rc) != self.pp:
+                raise ConfigError(f"plan: {len(rc)} per-stage recompute modes for {self.pp} pipeline stages")
+            modes = rc
+        else:
+            modes = (rc,)
+        for m in modes:
+            if m not in RECOMPUTE_MODES:
+                raise ConfigError(f"plan: recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {m!r}")
+
+    @property
+    def pp(self) -> int:
+        """Pipeline depth p (devices per pipeline)."""
+        return len(self.stages) // self.interleave
+
+    @property
+    def devices(self) -> int:
+        return self.pp * self.tp * self.dp
+
+    @property
+    def num_layers(self) -> int:
+        """Length of the layer sequence the plan covers (blocks + 2)."""
+        return self.stages[-1][1]
+
+    def recompute_of(self, device_stage: int) -> str:
+        return self.recompute[device_stage] if isinstance(self.recompute, tuple) else self.recompute
+
+    @property
+    def recompute_modes(self) -> tuple[str, ...]:
+        return tuple(self.recompute_of(i) for i in range(self.pp))
+
+    def chunks_of(self, device_stage: int) -> tuple[tuple[int, int], ...]:
+        """The virtual stages (layer ranges) held by pipeline device ``device_stage``."""
+        return self.stages[device_stage::self.pp]
+
+    def describe(self) -> str:
+        rc = self.recompute if isinstance(self.recompute, str) else "/".join(self.recompute)
+        s = (f"p={self.pp} t={self.tp} d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
+             f"recompute={rc}")
+        if self.sequence_parallel:
+            s += " sp"
+        if self.interleave > 1:
+            s += f" v={self.interleave}"
+        if self.zero1:
+            s += " zero1"
+        return s
+
+    def to_dict(self) -> dict:
+        return {"pp": self.pp, "tp": self.tp, "dp": self.dp, "microbatch_size": self.microbatch_size,
+                "num_microbatches": self.num_microbatches,
+                "recompute": self.recompute if isinstance(self.recompute, str) else list(self.recompute),
+                "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
+                "zero1": self.zero1, "stages": [list(r) for r in self.stages], "devices": self.devices}
+
+    @classmethod
+    def balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
+                 *, interleave: int = 1, **kw) -> "Plan":
+        """Blocks split as evenly as possible over p*v virtual stages (the first ones get the extra
+        blocks), embedding on the first, head on the last virtual stage."""
+        n = pp * interleave
+        if n - 2 > num_blocks:
+            raise ConfigError(f"plan: {n} pipeline stages cannot split {num_blocks} blocks "
+                              f"(at most {num_blocks + 2} stages)")
+        if n == 1:
+            return cls(((0, num_blocks + 2),), tp, dp, microbatch_size, num_microbatches, interleave=1, **kw)
+        q, r = divmod(num_blocks, n)
+        counts = [q + (1 if i < r else 0) for i in range(n)]
+        if min(counts) == 0:  # fewer blocks than stages: the embedding and head get stages of their own
+            inner = n - 2
+            q, r = divmod(num_blocks, inner) if inner else (0, 0)
+            counts = [0] + [q + (1 if i < r else 0) for i in range(inner)] + [0]
+        bounds, pos = [], 0
+        for i, c in enumerate(counts):
+            a = pos
+            pos += c + (1 if i == 0 else 0) + (1 if i == n - 1 else 0)
+            bounds.append((a, pos))
+        return cls(tuple(bounds), tp, dp, microbatch_size, num_microbatches, interleave=interleave, **kw)
+
+
+@dataclass(frozen=True)
+class StageBreakdown:
+    """One pipeline device stage (all its virtual stages), per microbatch unless said otherwise."""
+
+    stage: int
+    layers: tuple[tuple[int, int], ...]
+    recompute: str
+    fwd_s: float
+    bwd_s: float  # includes recompute
+    p2p_s: float  # this stage's sends (activations forward, gradients backward) per microbatch
+    time_per_microbatch_s: float  # fwd + bwd + p2p
+    params: int
+    weight_bytes: float
+    grad_bytes: float
+    optimizer_bytes: float
+    activation_bytes: float  # stashed for all in-flight microbatches
+    working_bytes: float  # transient recompute buffer
+    in_flight_microbatches: float  # microbatches whose activations are stashed at the peak
+    memory_bytes: float
+    dp_allreduce_s: float  # full gradient all-reduce (or reduce-scatter + all-gather with zero1)
+    dp_exposed_s: float  # part not hidden behind the last backward
+    optimizer_step_s: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Breakdown of one iteration (one global batch) of a plan, SI units.
+
+    iteration_time_s = pipeline_s + max over stages of (dp_exposed_s + optimizer_step_s), with
+    pipeline_s = sum_i T_i / v + (m - 1/v) * max_i T_i (T_i = stage i's fwd + bwd + p2p per microbatch):
+    1F1B exact for heterogeneous stages at v = 1, interleaved 1F1B bubble / v at v > 1.
+    """
+
+    plan: Plan
+    stages: tuple[StageBreakdown, ...]
+    time_model: str
+    pipeline_s: float
+    steady_s: float  # m * max_i T_i
+    bubble_s: float  # pipeline_s - steady_s = (sum_i T_i - max_i T_i) / v
+    p2p_s: float  # sends on the critical path: all stages' per-microbatch p2p (once per microbatch)
+    dp_allreduce_s: float  # exposed, slowest stage
+    optimizer_step_s: float  # slowest stage
+    iteration_time_s: float
+    throughput_seq_per_s: float
+    throughput_tokens_per_s: float
+    model_flops_per_iteration: float
+    mfu: float
+    memory_bytes_per_device: float  # the largest stage
+    memory_capacity_bytes: float
+    fits: bool
+    oom_stage: int | None  # the stage that exceeds the capacity most, if any
+    memory_excess_bytes: float  # by how much it exceeds (0 if fits)
+    bottleneck_stage: int
+
+    def to_dict(self) -> dict:
+        d = self.plan.to_dict()
+        d.update({k: getattr(self, k) for k in (
+            "time_model", "iteration_time_s", "throughput_seq_per_s", "throughput_tokens_per_s", "mfu",
+            "memory_bytes_per_device", "memory_capacity_bytes", "fits", "oom_stage", "memory_excess_bytes",
+            "pipeline_s", "steady_s", "bubble_s", "p2p_s", "dp_allreduce_s", "optimizer_step_s",
+            "model_flops_per_iteration", "bottleneck_stage")})
+        d["stage_breakdown"] = [{k: (list(map(list, v)) if k == "layers" else v) for k, v in asdict(s).items()}
+                                for s in self.stages]
+        return d
+
+
+@dataclass(frozen=True)
+class BaselineResult:
+    """A fixed plan evaluated on its own; ``evaluation`` is None when it could not even be built."""
+
+    name: str
+    plan: Plan | None
+    evaluation: Evaluation | None
+    reason: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return self.evaluation is not None and self.evaluation.fits
+
+
+@dataclass(frozen=True)
+class SearchStats:
+    plans_considered: int  # (t, p, d, mbs, recompute, sp, v) combinations enumerated
+    plans_solved: int  # of those, how many got an exact partition solve (the rest pruned by bounds)
+    partitions_covered: float  # stage partitions implicitly covered by the solved combinations
+    wall_time_s: float
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    best: Evaluation
+    alternatives: tuple[Evaluation, ...]
+    baselines: tuple[BaselineResult, ...] = ()
+    stats: SearchStats | None = field(default=None, compare=False)
+
+    def to_dict(self) -> dict:
+        def base(b: BaselineResult) -> dict:
+            d = b.evaluation.to_dict() if b.evaluation is not None else {}
+            d.update({"name": b.name, "fits": b.fits, "reason": b.reason})
+            return d
+        return {"best": self.best.to_dict(), "alternatives": [a.to_dict() for a in self.alternatives],
+                "baselines": [base(b) for b in self.baselines],
+                "stats": asdict(self.stats) if self.stats else None}

@@ -1,0 +1,171 @@
+"""Time, memory and synchronisation of one pipeline stage: the formulas shared by ``evaluate`` and the DP.
+
+Everything here takes a stage as counts (has_embedding e, number of blocks nb, has_head h); ``nb`` may be
+a numpy array so the DP gets a whole row of stage sizes in one call with exactly the formulas
+``evaluate`` uses.
+
+Per microbatch, stage i costs T_i = fwd + bwd (incl. recompute) + its sends (the activation to the next
+stage, the gradient to the previous one, each a point-to-point transfer on the tier the two neighbouring
+stages share). Memory = weights + grads + optimizer state (/d with ZeRO-1) + in-flight microbatches x
+stashed activations + the transient recompute buffer of one layer. After the last backward each stage
+synchronises its gradients over its d data-parallel replicas (ring all-reduce, or reduce-scatter +
+all-gather of the weights with ZeRO-1; optionally overlapped with the last microbatch's backward) and runs
+the optimizer step, a memory-bound pass over its parameters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from phaze.hardware.cluster import Cluster, NetworkTier
+from phaze.placement.layer_costs import LayerCosts
+
+
+@dataclass(frozen=True)
+class StageSums:
+    fwd_s: object
+    bwd_s: object
+    params: object
+    weight_bytes: object
+    grad_bytes: object
+    optimizer_bytes: object
+    activation_bytes: object
+    working_bytes: object
+
+
+def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
+    """Sums over the layers of a range with e embeddings, nb blocks, h heads (scalars or arrays)."""
+    E, B, H = c.embedding, c.block, c.head
+    nbp = np.asarray(nb) > 0
+    return StageSums(
+        fwd_s=e * E.fwd_s + nb * B.fwd_s + h * H.fwd_s,
+        bwd_s=e * E.bwd_s + nb * B.bwd_s + h * H.bwd_s,
+        params=e * E.params + nb * B.params + h * H.params,
+        weight_bytes=e * E.weight_bytes + nb * B.weight_bytes + h * H.weight_bytes,
+        grad_bytes=e * E.grad_bytes + nb * B.grad_bytes + h * H.grad_bytes,
+        optimizer_bytes=e * E.optimizer_bytes + nb * B.optimizer_bytes + h * H.optimizer_bytes,
+        activation_bytes=e * E.activation_bytes + nb * B.activation_bytes + h * H.activation_bytes,
+        working_bytes=np.maximum(np.maximum(e * E.working_bytes, np.where(nbp, B.working_bytes, 0.0)),
+                                 h * H.working_bytes),
+    )
+
+
+def boundary_out_bytes(c: LayerCosts, nb, h):
+    """Activation the range sends forward: from its last layer (head never sends)."""
+    return np.where(np.asarray(nb) > 0, c.block.boundary_fwd_bytes, c.embedding.boundary_fwd_bytes) * (1 - h)
+
+
+def boundary_in_bytes(c: LayerCosts, e, nb):
+    """Gradient the range sends backward: from its first layer (embedding never sends)."""
+    return np.where(np.asarray(nb) > 0, c.block.boundary_bwd_bytes, c.head.boundary_bwd_bytes) * (1 - e)
+
+
+def tied_static_bytes(c: LayerCosts) -> float:
+    """Static bytes of the head's tied copy of the embedding (not stored twice on one device)."""
+    H = c.head
+    if not H.tied_params or not H.params:
+        return 0.0
+    return H.tied_params * H.static_bytes / H.params
+
+
+def tied_grad_bytes(c: LayerCosts) -> float:
+    H = c.head
+    if not H.tied_params or not H.params:
+        return 0.0
+    return H.tied_params * H.grad_bytes / H.params
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Where the groups of a (t, d, p) plan live on the cluster (device numbering: tp, dp, pp)."""
+
+    tp: int
+    dp: int
+    pp: int
+    tp_tier: NetworkTier
+    dp_tier: NetworkTier
+    pp_tier: NetworkTier  # neighbouring pipeline stages
+    tied_tier: NetworkTier  # first and last pipeline stage (tied embedding gradient)
+
+    @classmethod
+    def of(cls, cluster: Cluster, tp: int, dp: int, pp: int) -> "Topology":
+        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1), cluster.tier_for_group(dp, tp),
+                   cluster.tier_for_group(2, tp * dp), cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp))
+
+
+def _vec(f, x):
+    """Apply a scalar cost function elementwise (cost functions take Python scalars)."""
+    if np.ndim(x) == 0:
+        return float(f(float(x)))
+    flat = np.asarray(x, dtype=float).reshape(-1)
+    cache: dict[float, float] = {}
+    out = np.empty_like(flat)
+    for i, v in enumerate(flat):
+        r = cache.get(v)
+        if r is None:
+            r = cache[v] = float(f(float(v)))
+        out[i] = r
+    return out.reshape(np.shape(x))
+
+
+def p2p_s(nbytes, tier: NetworkTier):
+    from phaze.cost import p2p_latency_s
+    return _vec(lambda b: p2p_latency_s(b, tier), nbytes)
+
+
+def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero1: bool):
+    """Gradient synchronisation over the d replicas of a stage (0 when d = 1)."""
+    from phaze.cost import all_gather_latency_s, allreduce_latency_s, reduce_scatter_latency_s
+    d, tier = topo.dp, topo.dp_tier
+    if d <= 1:
+        return np.zeros(np.shape(grad_bytes)) if np.ndim(grad_bytes) else 0.0
+    if zero1:
+        return (_vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes)
+                + _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes))
+    return _vec(lambda b: allreduce_latency_s(b, d, tier), grad_bytes)
+
+
+def tied_sync_s(c: LayerCosts, topo: Topology) -> float:
+    """All-reduce of the tied embedding gradient between the first and last stage (p > 1)."""
+    from phaze.cost import allreduce_latency_s
+    g = tied_grad_bytes(c)
+    if topo.pp <= 1 or g <= 0:
+        return 0.0
+    return float(allreduce_latency_s(g, 2, topo.tied_tier))
+
+
+def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float):
+    """Memory-bound update: read grads and optimizer state, write state and weights (Adam with fp32 master
+    weights: 4 + 12 read, 12 + 2 written = 30 B/param; /d with ZeRO-1)."""
+    traffic = s.grad_bytes + 2.0 * s.optimizer_bytes + s.weight_bytes
+    return traffic / (dp if zero1 else 1) / hbm_Bps
+
+
+def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0):
+    """Peak bytes on one device of the stage."""
+    opt = s.optimizer_bytes / dp if zero1 else s.optimizer_bytes
+    return s.weight_bytes + s.grad_bytes + opt - tied_bytes + in_flight * s.activation_bytes + s.working_bytes
+
+
+def exposed_sync_s(sync_s, bwd_s, overlap: bool):
+    """Part of the gradient synchronisation not hidden behind the last microbatch's backward."""
+    return np.maximum(0.0, sync_s - bwd_s) if overlap else sync_s
+
+
+def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
+    """Microbatches whose activations stage ``stage`` stashes at its peak.
+    1F1B: min(p - i, m). Interleaved (Megatron): (p - i - 1) * 2 + (v - 1) * p + 1 virtual-stage forwards
+    in flight, capped by m*v, each holding 1/v of the device's layers; for stage 0 that is
+    p * (1 + (p-1)/(p*v)) microbatches (Korthikanti et al. 2022, sec. 4.2.3)."""
+    if v <= 1:
+        return float(min(pp - stage, m))
+    return min((pp - stage - 1) * 2 + (v - 1) * pp + 1, m * v) / v
+
+
+def pipeline_time_s(T, m: int, v: int):
+    """sum_i T_i / v + (m - 1/v) * max_i T_i. v = 1: 1F1B with heterogeneous stages (first microbatch
+    through every stage, then m-1 more at the bottleneck's pace); v > 1: the interleaved bubble
+    (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2)."""
+    T = np.asarray(T, dtype=float)
+    return float(T.sum() / v + (m - 1.0 / v) * T.max())
