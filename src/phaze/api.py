@@ -141,3 +141,138 @@ def check_positive(**values: float) -> None:
     for name, v in values.items():
         if v is not None and v <= 0:
             raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {v}")
+
+
+@dataclass(frozen=True)
+class LayerSchedule:
+    layer: str
+    direction: str
+    makespan_s: float
+    lower_bound_s: float
+    status: str
+    gap: float
+    solve_time_s: float
+    utilization: dict  # resource -> busy core-seconds / (cores * makespan)
+    ops: tuple  # ScheduledOp
+
+
+def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int = 1, seq: int | None = None,
+                    tp: int = 1, sequence_parallel: bool = False, recompute: str = "none",
+                    layers: tuple[str, ...] | None = None, time_limit_s: float = 5.0,
+                    cluster: str | None = None) -> list[LayerSchedule]:
+    """The optimal (or bounded) schedule of each layer kind, forward and backward, on one chip."""
+    from phaze.hardware.presets import get_cluster
+    from phaze.schedule import build_problem, solve, validate
+    from phaze.workload.graphs import layer_graph
+
+    check_positive(time_limit=time_limit_s)
+    m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
+    for kind in layers or ():
+        if kind not in LAYER_KINDS:
+            raise ConfigError(f"unknown layer kind {kind!r}; choose from {', '.join(LAYER_KINDS)}")
+    tier = get_cluster(cluster or default_cluster(acc), max(8, tp)).tier_for_group(tp)
+    out = []
+    for kind in layers or LAYER_KINDS:
+        for direction in DIRECTIONS:
+            problem = build_problem(layer_graph(m, setting, kind, direction), acc, tier)
+            sched = solve(problem, time_limit_s=time_limit_s)
+            validate(problem, sched)
+            caps = {"tc": acc.num_tc, "vc": acc.num_vc, "net": 1}
+            busy = {k: 0.0 for k in caps}
+            for op in sched.ops:
+                busy[op.kind] += (op.end_s - op.start_s) * len(op.cores)
+            util = {k: busy[k] / (caps[k] * sched.makespan_s) if sched.makespan_s > 0 else 0.0 for k in caps}
+            out.append(LayerSchedule(kind, direction, sched.makespan_s, sched.lower_bound_s, sched.status, sched.gap,
+                                     sched.solve_time_s, util, sched.ops))
+    return out
+
+
+def resolve_cluster(cluster: str | None, accelerator: Accelerator, devices: int):
+    """``NAME`` or ``NAME:N`` (a cluster of N devices); the default cluster follows the accelerator.
+    Asking for more devices than ``N`` is an InfeasibleError."""
+    from phaze.errors import InfeasibleError
+    from phaze.hardware.presets import get_cluster
+
+    name, _, size = (cluster or default_cluster(accelerator)).partition(":")
+    if size:
+        try:
+            n = int(size)
+        except ValueError:
+            raise ConfigError(f"--cluster {cluster!r}: the size after ':' must be an integer, e.g. dgx-a100:64") from None
+        if devices > n:
+            raise InfeasibleError(f"{devices} devices requested but cluster {name} has {n}; lower --devices or "
+                                  f"use a larger cluster")
+    return get_cluster(name, devices)
+
+
+def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
+         cluster: str | None = None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
+         top_k: int = 5):
+    """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips."""
+    from phaze.placement import optimize
+
+    check_positive(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k)
+    m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    kw = {}
+    if microbatch_sizes:
+        kw["microbatch_sizes"] = tuple(microbatch_sizes)
+    if recompute_modes:
+        for r in recompute_modes:
+            if r not in ("none", "selective", "full"):
+                raise ConfigError(f"--recompute: unknown mode {r!r}; use none, selective or full")
+        kw["recompute_modes"] = tuple(recompute_modes)
+    return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
+                    top_k=top_k, seq_len=seq_len, **kw)
+
+
+def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
+                  tp: int, pp: int, dp: int, mbs: int, interleave: int = 1, recompute: str = "none",
+                  sequence_parallel: bool = False, zero1: bool = False, cluster: str | None = None,
+                  seq_len: int | None = None):
+    """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage."""
+    from phaze.errors import InfeasibleError
+    from phaze.placement import Plan, evaluate
+
+    check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
+                   interleave=interleave, seq=seq_len)
+    m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    if tp * pp * dp > devices:
+        raise InfeasibleError(f"the plan needs tp*pp*dp = {tp * pp * dp} devices but --devices is {devices}")
+    if not m.valid_tp(tp):
+        raise ConfigError(f"--tp {tp} is not valid for {m.name}: it must be a power of two <= {m.max_tp} "
+                          f"dividing heads ({m.heads})")
+    if global_batch % (mbs * dp):
+        raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
+    p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
+                      recompute=recompute, sequence_parallel=sequence_parallel and tp > 1, zero1=zero1)
+    return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
+
+
+def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
+           global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
+           recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
+           workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
+           prune: bool = True, quiet: bool = False):
+    """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``."""
+    from phaze.hardware.space import resolve_space
+    from phaze.search import SearchSpec, run_search
+
+    ds = resolve_space(space, budget_mm2)
+    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
+                      hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
+                      tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
+                      cluster=cluster, devices=devices, global_batch=global_batch)
+    return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
+                      prune=prune, quiet=quiet)
+
+
+def results(store: str, top: int | None = 10) -> list[dict]:
+    """The best ``top`` exactly evaluated candidates of a search store."""
+    from phaze.search import Store
+
+    s = Store.open_existing(store)
+    try:
+        return s.rows(top=top)
+    finally:
+        s.close()

@@ -41,7 +41,7 @@ def test_paper_network_and_dgx():
     flat = get_cluster("flat-4gib").tier_for_group(8)
     assert allreduce_latency_s(2**30, 8, flat) == pytest.approx(2 * 7 / 8 / 4, rel=1e-12)   # 1 GiB at 4 GiB/s
     nv = get_cluster("dgx-a100").tier_for_group(8)
-    assert allreduce_latency_s(1e9, 8, nv) == pytest.approx(1.75e9 / 240e9 + 14 * 3e-6, rel=1e-12)
+    assert allreduce_latency_s(1e9, 8, nv) == pytest.approx(1.75e9 / 230e9 + 14 * 3e-6, rel=1e-12)
 
 
 def test_op_latency_collective_is_per_chip_constant():

@@ -83,11 +83,15 @@ def get_accelerator(name: str) -> Accelerator:
 
 
 # ---- Networks ----------------------------------------------------------------------------------------
-# Achievable fraction of link bandwidth for large ring collectives, from nccl-tests bus bandwidth:
-# ~230-240 GB/s of 300 GB/s on DGX A100 NVLink3, ~360-370 GB/s of 450 GB/s on DGX H100 NVLink4
-# (NVIDIA nccl-tests results / DGX user guides) -> 0.8; InfiniBand rings reach ~90% of line rate
-# (nccl-tests busbw ~22-23 GB/s per 200 Gb/s HDR HCA, ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
-NVLINK_EFFICIENCY = 0.80
+# Achievable fraction of link bandwidth for large ring collectives, from nccl-tests bus bandwidth
+# (busbw = algbw * 2(n-1)/n for all-reduce, the quantity our ring formulas divide by): ~230 GB/s of
+# 300 GB/s on DGX A100 NVLink3 for large messages, ~360-370 GB/s of 450 GB/s on DGX H100 NVLink4
+# (NVIDIA nccl-tests results / DGX user guides) -> 230/300 = 0.767 (NVLink3), 360/450 = 0.8 (NVLink4);
+# InfiniBand rings reach ~90% of line rate (nccl-tests busbw ~22-23 GB/s per 200 Gb/s HDR HCA,
+# ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
+NVLINK3_EFFICIENCY = 230e9 / 300e9
+NVLINK4_EFFICIENCY = 360e9 / 450e9
+NVLINK_EFFICIENCY = NVLINK3_EFFICIENCY  # kept for importers of the old name
 INFINIBAND_EFFICIENCY = 0.90
 # Per-step latency of a ring step: a few us inside an NVSwitch node, ~5 us across InfiniBand
 # (NCCL's own tuning model uses microsecond-scale base latencies of this order).
@@ -97,12 +101,12 @@ INFINIBAND_LATENCY_S = 5e-6
 # DGX A100: 8 GPUs on NVSwitch, NVLink3 600 GB/s bidirectional = 300e9 B/s per direction per GPU;
 # 8x 200 Gb/s HDR HCAs per node = 25e9 B/s per GPU.
 DGX_A100_TIERS = (
-    NetworkTier("nvlink", 8, 300e9, NVLINK_LATENCY_S, NVLINK_EFFICIENCY),
+    NetworkTier("nvlink", 8, 300e9, NVLINK_LATENCY_S, NVLINK3_EFFICIENCY),
     NetworkTier("infiniband", 2**62, 25e9, INFINIBAND_LATENCY_S, INFINIBAND_EFFICIENCY),
 )
 # DGX H100: NVLink4 900 GB/s bidirectional = 450e9 B/s per direction; 8x 400 Gb/s NDR = 50e9 B/s per GPU.
 DGX_H100_TIERS = (
-    NetworkTier("nvlink", 8, 450e9, NVLINK_LATENCY_S, NVLINK_EFFICIENCY),
+    NetworkTier("nvlink", 8, 450e9, NVLINK_LATENCY_S, NVLINK4_EFFICIENCY),
     NetworkTier("infiniband", 2**62, 50e9, INFINIBAND_LATENCY_S, INFINIBAND_EFFICIENCY),
 )
 # The paper's network: one 4 GiB/s link class (PCIe 3.0-like) for everything, no latency term, ideal.

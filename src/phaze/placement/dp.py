@@ -42,9 +42,9 @@ def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: i
     s = st.stage_sums(c, e, nb, h)
     sends = np.zeros(L + 1)
     if has_next:
-        sends = sends + st.p2p_s(st.boundary_out_bytes(c, nb, h), topo.pp_tier)
+        sends = sends + st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier)
     if has_prev:
-        sends = sends + st.p2p_s(st.boundary_in_bytes(c, e, nb), topo.pp_tier)
+        sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
     T = s.fwd_s + s.bwd_s + sends
     sync = st.dp_sync_s(s.grad_bytes, s.weight_bytes, topo, zero1)
     if e != h:

@@ -88,9 +88,9 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
                 acc[f] = acc[f] + float(getattr(s, f))
             working = max(working, float(s.working_bytes))
             if k < n_chunks - 1:
-                sends += float(st.p2p_s(st.boundary_out_bytes(c, nb, h), topo.pp_tier))
+                sends += float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
             if k > 0:
-                sends += float(st.p2p_s(st.boundary_in_bytes(c, e, nb), topo.pp_tier))
+                sends += float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
         sums = st.StageSums(working_bytes=working, **acc)
         tied = st.tied_static_bytes(c) if has_e and has_h else 0.0
         inflight = st.in_flight_microbatches(i, p, m, v)

@@ -92,11 +92,17 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.cost import op_latency_s
     from phaze.workload.ops import Collective, op_resource
 
+    from phaze.cost.gpu import gpu_gemm_latency_s
+    from phaze.workload.ops import Gemm
+
     arch = accelerator.as_arrays()
     total = 0.0
     for op in graph.ops:
         kind = op_resource(op)
         if isinstance(op, Collective) and op.group_size <= 1:
+            continue
+        if isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
+            total += float(gpu_gemm_latency_s(op, arch)[0])
             continue
         cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
         total += float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
@@ -111,6 +117,16 @@ def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
     if schedule_cache is not None:
         return float(solve_cached(problem, schedule_cache, time_limit_s).makespan_s)
     return float(solve(problem, time_limit_s=time_limit_s).makespan_s)
+
+
+def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
+    """Every microbatch's weight gradients are added into the persistent gradient buffer (Megatron-LM's
+    fp32 ``main_grad``, fused into the wgrad GEMM epilogue as an fp32 C read + write with
+    gradient-accumulation fusion): a read and a write of the layer's gradient bytes at the achievable HBM
+    bandwidth, not overlapped (a wave's epilogues all stream at once). GPU (sequential) model only."""
+    if grad_bytes <= 0:
+        return 0.0
+    return 2.0 * grad_bytes / (accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
 
 
 _CACHE: dict[tuple, LayerCosts] = {}
@@ -144,6 +160,8 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
             else:
                 times.append(_scheduled_time_s(g, accelerator, tier, schedule_time_limit_s, schedule_cache))
         mem = layer_memory(model, setting, kind, optimizer)
+        if tm == "sequential":
+            times[1] += _grad_accumulate_s(float(mem.grad_bytes), accelerator)
         kinds[kind] = LayerCost(
             fwd_s=times[0], bwd_s=times[1], params=int(mem.params), weight_bytes=float(mem.weight_bytes),
             grad_bytes=float(mem.grad_bytes), optimizer_bytes=float(mem.optimizer_bytes),

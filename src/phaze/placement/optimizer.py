@@ -71,11 +71,13 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
                           global_batch: int, device: DeviceSpec, *, devices: int | None = None,
                           interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
                           overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
-                          ) -> tuple[list[Candidate], SearchStats, str]:
+                          cutoff_s: float = math.inf) -> tuple[list[Candidate], SearchStats, str]:
     """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
     TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute), all
     d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call this per chip.
-    Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty."""
+    Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty.
+    ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
+    its incumbent); candidates may then be empty although some plan fits."""
     t0 = time.perf_counter()
     N = devices or cluster.num_devices
     L = num_blocks
@@ -95,19 +97,20 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         if B % mbs:
             continue
         E, Bk, H = c.embedding, c.block, c.head
-        traffic = E.grad_bytes + 2 * E.optimizer_bytes + E.weight_bytes + L * (
-            Bk.grad_bytes + 2 * Bk.optimizer_bytes + Bk.weight_bytes) + H.grad_bytes + 2 * H.optimizer_bytes + \
-            H.weight_bytes
+        traffic = float(sum(n * st.optimizer_traffic_bytes(X.grad_bytes, X.optimizer_bytes, X.weight_bytes, X.params)
+                            for n, X in ((1, E), (L, Bk), (1, H))))
         act_total = E.activation_bytes + L * Bk.activation_bytes + H.activation_bytes
         for d in _divisors(B // mbs):
             if t * d > N:
                 break
             m = B // (mbs * d)
-            key = (t, d)
+            key = (t, d, s)  # boundary bytes depend on the setting (mbs, SP)
             if key not in p2p_cache:
-                tier = cluster.tier_for_group(2, t * d)
-                pf = min(float(st.p2p_s(Bk.boundary_fwd_bytes, tier)), float(st.p2p_s(E.boundary_fwd_bytes, tier)))
-                pb = min(float(st.p2p_s(Bk.boundary_bwd_bytes, tier)), float(st.p2p_s(H.boundary_bwd_bytes, tier)))
+                tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
+                pf = min(float(st.send_s(c, Bk.boundary_fwd_bytes, tier, tt)),
+                         float(st.send_s(c, E.boundary_fwd_bytes, tier, tt)))
+                pb = min(float(st.send_s(c, Bk.boundary_bwd_bytes, tier, tt)),
+                         float(st.send_s(c, H.boundary_bwd_bytes, tier, tt)))
                 p2p_cache[key] = (pf, pb)
             pf, pb = p2p_cache[key]
             p_max = min(L + 2, N // (t * d))
@@ -136,7 +139,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
     solved = 0
     for lb, sq, s, c, d, p, v, z, m in combos:
-        if len(top) >= K and lb >= -top[0][0]:
+        if (len(top) >= K and lb >= -top[0][0]) or lb >= cutoff_s:
             break
         solved += 1
         key = (s.tp, d, p)

@@ -114,6 +114,27 @@ def p2p_s(nbytes, tier: NetworkTier):
     return _vec(lambda b: p2p_latency_s(b, tier), nbytes)
 
 
+def scatter_gather(c: LayerCosts) -> int:
+    """t when a stage boundary tensor is replicated over the t tensor-parallel ranks (t > 1, no sequence
+    parallelism), else 1. Megatron then sends 1/t of it from each rank, each over its own link, and the
+    receiving ranks all-gather it on the TP tier (the scatter/gather optimization, Narayanan et al. 2021,
+    sec. 4.1, on by default in Megatron-LM); with SP the boundary is already a 1/t shard."""
+    s = c.setting
+    if s is None or s.tp <= 1 or s.sequence_parallel:
+        return 1
+    return int(s.tp)
+
+
+def send_s(c: LayerCosts, nbytes, pp_tier: NetworkTier, tp_tier: NetworkTier):
+    """One pipeline send of a boundary of ``nbytes`` (per TP rank), with the scatter/gather optimization."""
+    g = scatter_gather(c)
+    if g == 1:
+        return p2p_s(nbytes, pp_tier)
+    from phaze.cost import all_gather_latency_s
+    nb = np.asarray(nbytes, dtype=float)
+    return p2p_s(nb / g, pp_tier) + _vec(lambda b: all_gather_latency_s(b, g, tp_tier), nb)
+
+
 def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero1: bool):
     """Gradient synchronisation over the d replicas of a stage (0 when d = 1)."""
     from phaze.cost import all_gather_latency_s, allreduce_latency_s, reduce_scatter_latency_s
@@ -135,11 +156,22 @@ def tied_sync_s(c: LayerCosts, topo: Topology) -> float:
     return float(allreduce_latency_s(g, 2, topo.tied_tier))
 
 
+def optimizer_traffic_bytes(grad_bytes, optimizer_bytes, weight_bytes, params):
+    """HBM bytes of one mixed-precision optimizer step (Megatron-LM's Float16 optimizer with apex fused
+    multi-tensor kernels), per parameter for Adam (fp16 weight w=2, fp32 main grad g=4, fp32 master + m + v
+    o=12): zero the main grads (write g) + unscale and inf/nan check (read and write g) + grad-norm for
+    clipping (read g) + Adam (read g and o, write o) + copy the fp32 master into the fp16 weight (read 4,
+    write w) = 4 + 8 + 4 + 28 + 6 = 50 B. Without optimizer state (SGD) the update reads the weight."""
+    master = np.where(np.asarray(optimizer_bytes) > 0, 4.0 * np.asarray(params, dtype=float), weight_bytes)
+    return 5.0 * grad_bytes + 2.0 * optimizer_bytes + weight_bytes + master
+
+
 def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float):
-    """Memory-bound update: read grads and optimizer state, write state and weights (Adam with fp32 master
-    weights: 4 + 12 read, 12 + 2 written = 30 B/param; /d with ZeRO-1)."""
-    traffic = s.grad_bytes + 2.0 * s.optimizer_bytes + s.weight_bytes
-    return traffic / (dp if zero1 else 1) / hbm_Bps
+    """Memory-bound optimizer step over the stage's parameters (``optimizer_traffic_bytes``; /d with
+    ZeRO-1) at the achievable HBM bandwidth."""
+    traffic = optimizer_traffic_bytes(s.grad_bytes, s.optimizer_bytes, s.weight_bytes, s.params)
+    out = traffic / (dp if zero1 else 1) / hbm_Bps
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0):

@@ -1,0 +1,209 @@
+"""One handler per `phaze` subcommand: call the API, print a table or JSON. Errors propagate as PhazeError."""
+from __future__ import annotations
+
+import argparse
+
+from phaze import api
+from phaze.report.jsonable import dumps, to_jsonable
+from phaze.report.tables import gib, print_tables, si, table
+
+
+def _out(args: argparse.Namespace, data, *tables) -> int:
+    if args.json:
+        print(dumps(data))
+    else:
+        print_tables(*tables)
+    return 0
+
+
+def cmd_models(args) -> int:
+    from phaze.workload.memory import param_count
+    from phaze.workload.zoo import list_models
+
+    models = list_models()
+    data = [dict(to_jsonable(m), params=param_count(m)) for m in models]
+    rows = [(m.name, m.num_layers, m.hidden, m.heads, m.num_kv_heads, m.ffn, m.vocab, m.seq_len, m.mlp,
+             m.max_tp, si(param_count(m))) for m in models]
+    return _out(args, data, table("model zoo", ["name", "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq",
+                                                "mlp", "max tp", "params"], rows))
+
+
+def cmd_show_model(args) -> int:
+    s = api.show_model(args.model, args.mbs, args.seq, args.tp, args.sequence_parallel, args.recompute)
+    head = table(f"{s.model.name}: {si(s.params)} parameters, {si(s.train_flops_per_token, 'FLOP')} training FLOPs/token",
+                 ["layer", "count", "fwd FLOPs", "bwd FLOPs", "params/dev", "weights", "grads", "optimizer",
+                  "activations/mb"],
+                 [(l.layer, l.count, si(l.fwd_flops), si(l.bwd_flops), si(l.params), gib(l.weight_bytes),
+                   gib(l.grad_bytes), gib(l.optimizer_bytes), gib(l.activation_bytes)) for l in s.layers])
+    ops = table("forward ops per layer kind", ["layer", "ops"], [(l.layer, " ".join(l.ops)) for l in s.layers])
+    return _out(args, s, head, ops)
+
+
+def cmd_arch(args) -> int:
+    from phaze.hardware.area import area_mm2
+    from phaze.hardware.presets import ACCELERATORS
+    from phaze.hardware.space import space_summary
+
+    presets = []
+    for name, acc in ACCELERATORS.items():
+        presets.append({"name": name, "num_tc": acc.num_tc, "tc": f"{acc.tc_rows}x{acc.tc_cols}",
+                        "num_vc": acc.num_vc, "vc_width": acc.vc_width, "glb_bytes": acc.glb_bytes,
+                        "hbm_bytes": acc.hbm_bytes, "hbm_bandwidth_Bps": acc.hbm_bandwidth_Bps,
+                        "area_mm2": float(area_mm2(acc.as_arrays())[0]),
+                        "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops})
+    summary = space_summary(args.space, args.budget_mm2)
+    data = dict(summary, presets=presets)
+    t1 = table("accelerator presets (area from the Phaze template's 22 nm model)",
+               ["name", "TC", "VC", "GLB", "HBM", "HBM BW", "area mm^2", "matrix peak", "vector peak"],
+               [(p["name"], f"{p['num_tc']} x {p['tc']}", f"{p['num_vc']} x {p['vc_width']}", gib(p["glb_bytes"]),
+                 gib(p["hbm_bytes"]), si(p["hbm_bandwidth_Bps"], "B/s"), f"{p['area_mm2']:.2f}",
+                 si(p["peak_matrix_flops"], "FLOP/s"), si(p["peak_vector_flops"], "FLOP/s")) for p in presets])
+    t2 = table("design space", ["field", "value"], [(k, v) for k, v in summary.items()])
+    return _out(args, data, t1, t2)
+
+
+def cmd_estimate(args) -> int:
+    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp)
+    e = api.estimate(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
+                     args.recompute, args.cluster)
+    ops = table(f"{e.model} on {e.accelerator.name}: per-op latency", ["layer", "dir", "op", "unit", "FLOPs", "bytes",
+                                                                       "1 core", "all cores"],
+                [(o.layer, o.direction, o.name, o.resource, si(o.flops), si(o.bytes_moved, "B"),
+                  si(o.latency_one_core_s, "s"), si(o.latency_all_cores_s, "s")) for o in e.ops])
+    totals = table("per-layer totals (ops one after another on all cores)", ["layer", "direction", "time"],
+                   [(k[0], k[1], si(v, "s")) for k, v in e.layer_totals_s.items()])
+    data = {"model": e.model, "accelerator": e.accelerator.name, "setting": e.setting, "ops": e.ops,
+            "layer_totals_s": [{"layer": k[0], "direction": k[1], "time_s": v} for k, v in e.layer_totals_s.items()]}
+    return _out(args, data, ops, totals)
+
+
+def cmd_schedule(args) -> int:
+    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
+    res = api.schedule_layers(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
+                              args.recompute, tuple(args.layer) if args.layer else None, args.time_limit, args.cluster)
+    if args.gantt:
+        from phaze.report.gantt import write_gantt
+        pick = next((r for r in res if r.layer == "block" and r.direction == "bwd"), res[-1])
+        written = write_gantt(pick.ops, args.gantt, f"{args.model}: {pick.layer} {pick.direction} on {args.accelerator}")
+        if not args.json:
+            print(f"Gantt chart of {pick.layer} {pick.direction} written to {written}")
+    data = [{"layer": r.layer, "direction": r.direction, "makespan_s": r.makespan_s, "lower_bound_s": r.lower_bound_s,
+             "status": r.status, "gap": r.gap, "solve_time_s": r.solve_time_s, "utilization": r.utilization,
+             "ops": [{"name": o.name, "kind": o.kind, "start_s": o.start_s, "end_s": o.end_s, "cores": list(o.cores)}
+                     for o in r.ops]} for r in res]
+    t = table(f"{args.model} on {args.accelerator}: per-layer schedules",
+              ["layer", "dir", "ops", "makespan", "lower bound", "status", "gap", "solve time", "TC util", "VC util",
+               "net util"],
+              [(r.layer, r.direction, len(r.ops), si(r.makespan_s, "s"), si(r.lower_bound_s, "s"), r.status,
+                f"{r.gap:.2%}", si(r.solve_time_s, "s"), f"{r.utilization['tc']:.0%}", f"{r.utilization['vc']:.0%}",
+                f"{r.utilization['net']:.0%}") for r in res])
+    return _out(args, data, t)
+
+
+def _eval_rows(evs) -> list[tuple]:
+    return [(e.plan.describe() if hasattr(e.plan, "describe") else "", si(e.iteration_time_s, "s"),
+             f"{e.throughput_seq_per_s:.2f}", f"{e.mfu:.1%}", gib(e.memory_bytes_per_device),
+             "yes" if e.fits else f"no (+{gib(e.memory_excess_bytes)} on stage {e.oom_stage})") for e in evs]
+
+
+_EVAL_COLS = ["plan", "iteration", "seq/s", "MFU", "memory/dev", "fits"]
+
+
+def _breakdown_table(e) -> object:
+    return table("per-stage breakdown (per microbatch unless noted)",
+                 ["stage", "layers", "fwd", "bwd", "p2p", "memory", "in flight", "DP sync (exposed)", "optimizer"],
+                 [(s.stage, " ".join(f"{a}-{b - 1}" for a, b in s.layers), si(s.fwd_s, "s"), si(s.bwd_s, "s"),
+                   si(s.p2p_s, "s"), gib(s.memory_bytes), f"{s.in_flight_microbatches:g}",
+                   si(s.dp_exposed_s, "s"), si(s.optimizer_step_s, "s")) for s in e.stages])
+
+
+def cmd_plan(args) -> int:
+    res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
+                   args.recompute, args.seq, args.top)
+    base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
+                              ("-", "-", "-", "-", "-", f"not built: {b.reason}")) for b in res.baselines]
+    t1 = table("best plan and alternatives", _EVAL_COLS, _eval_rows((res.best,) + tuple(res.alternatives)))
+    t2 = table("baselines (evaluated separately)", ["baseline"] + _EVAL_COLS, base_rows)
+    return _out(args, res.to_dict(), t1, _breakdown_table(res.best), t2)
+
+
+def cmd_evaluate(args) -> int:
+    e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, args.tp, args.pp, args.dp,
+                          args.mbs, args.interleave, args.recompute, args.sequence_parallel, args.zero1,
+                          args.cluster, args.seq)
+    t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
+    t2 = table("iteration breakdown", ["part", "time"],
+               [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",
+                                                      "dp_allreduce_s", "optimizer_step_s", "iteration_time_s")])
+    return _out(args, e.to_dict(), t1, t2, _breakdown_table(e))
+
+
+def cmd_validate(args) -> int:
+    from phaze.validation import validate
+
+    r = validate(args.cases)
+    t1 = table(f"iteration time: predicted vs measured ({r.source.split(',')[0]})",
+               ["case", "mode", "plan", "predicted", "measured", "error"],
+               [(x.case, x.mode, x.plan.describe(), f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s",
+                 f"{x.error_pct:+.2f}%") for x in r.time])
+    t2 = table("memory per GPU, first stage (transformer blocks, as published)",
+               ["case", "quantity", "mode", "predicted", "measured", "error", "our whole stage"],
+               [(x.case, x.quantity, x.mode, f"{x.predicted_gib:.3f} GiB", f"{x.measured_gib:.3f} GiB",
+                 f"{x.error_pct:+.2f}%", f"{x.stage_total_gib:.2f} GiB") for x in r.memory])
+    t3 = table("summary", ["quantity", "mean |error|", "max |error|"],
+               [("iteration time", f"{r.time_mean_abs_pct:.2f}%", f"{r.time_max_abs_pct:.2f}%"),
+                ("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%")])
+    return _out(args, r.to_dict(), t1, t2, t3)
+
+
+def _search_tables(res) -> list:
+    from phaze.report.search import search_tables
+    return search_tables(res)
+
+
+def cmd_search(args) -> int:
+    res = api.search(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
+                     global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp,
+                     hbm_gib=args.hbm_gib, recompute_modes=args.recompute, cluster=args.cluster, store=args.store,
+                     workers=args.workers, backend=args.backend, address=args.address, resume=args.resume,
+                     prune=not args.no_prune, quiet=args.json)
+    if args.plot:
+        from phaze.report.plots import search_plots
+        written = search_plots(res, args.plot)
+        if not args.json:
+            print("plots written: " + ", ".join(written))
+    return _out(args, res, *_search_tables(res))
+
+
+def cmd_results(args) -> int:
+    from phaze.report.search import results_rows
+
+    rows = api.results(args.store, args.top)
+    if args.action == "export":
+        if args.format == "csv":
+            import csv
+            import sys
+            flat = [results_rows(r) for r in rows]
+            w = csv.DictWriter(sys.stdout, fieldnames=list(flat[0]) if flat else ["chip"])
+            w.writeheader()
+            w.writerows(flat)
+        else:
+            print(dumps(rows))
+        return 0
+    flat = [results_rows(r) for r in rows]
+    cols = list(flat[0]) if flat else ["chip"]
+    return _out(args, rows, table(f"{args.store}: top {args.top} exactly evaluated candidates", cols,
+                                  [[r[c] for c in cols] for r in flat]))
+
+
+def cmd_demo(args) -> int:
+    """The main job on a built-in default: a co-search of BERT-Large over the paper's full design space."""
+    import os
+    import tempfile
+
+    store = os.path.join(tempfile.mkdtemp(prefix="phaze-demo-"), "demo.db")
+    if not args.json:
+        print("phaze demo: co-search of bert-large over the default space (29,360 chips x HBM 32/64/80 GiB, "
+              "1024 devices, global batch 4096, flat 4 GiB/s network) -- the paper's setting")
+    res = api.search(models=("bert-large",), store=store, workers=2, quiet=args.json)
+    return _out(args, res, *_search_tables(res))

@@ -1,0 +1,51 @@
+"""PNG plots of a co-search (the [plot] extra): the Pareto front and the winner vs the TPUv4-like chip."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from phaze.errors import PhazeError
+
+
+def search_plots(res, directory: str) -> list[str]:
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PhazeError("--plot needs matplotlib: pip install 'phaze[plot]'") from None
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise PhazeError(f"cannot create plot directory {d}: {err.strerror}") from None
+    written = []
+    if res.pareto:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        ax.step([r["area_mm2"] for r in res.pareto], [r["score"] for r in res.pareto], where="post", marker="o")
+        ax.set_xlabel("chip area (mm^2)")
+        ax.set_ylabel("throughput / TPUv4-like best")
+        ax.set_title("Pareto front (exactly evaluated candidates)")
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(d / "pareto.png", dpi=120)
+        plt.close(fig)
+        written.append(str(d / "pareto.png"))
+    if res.best:
+        names = [r["model"] for r in res.references]
+        best = [o["throughput_seq_per_s"] for o in res.best["outcomes"]]
+        tpu = [r["best_seq_per_s"] for r in res.references]
+        paper = [r["paper_seq_per_s"] for r in res.references]
+        fig, ax = plt.subplots(figsize=(6, 4))
+        x = range(len(names))
+        w = 0.27
+        ax.bar([i - w for i in x], paper, w, label="TPUv4-like, paper plan")
+        ax.bar(list(x), tpu, w, label="TPUv4-like, best plan")
+        ax.bar([i + w for i in x], best, w, label="searched chip, best plan")
+        ax.set_xticks(list(x), names)
+        ax.set_ylabel("sequences / s")
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(d / "winner_vs_tpuv4.png", dpi=120)
+        plt.close(fig)
+        written.append(str(d / "winner_vs_tpuv4.png"))
+    return written

@@ -1,0 +1,58 @@
+"""Tables of a co-search result: the winner, the TPUv4-like comparison, the Pareto front, the counts."""
+from __future__ import annotations
+
+from phaze.report.tables import si, table
+
+MiB = 2**20
+
+
+def chip_text(r: dict) -> str:
+    return (f"{r['num_tc']}x TC {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']}x VC {r['vc_width']}, "
+            f"GLB {r['glb_bytes'] // MiB} MiB")
+
+
+def results_rows(r: dict) -> dict:
+    """One stored candidate as a flat row (CSV export, tables)."""
+    row = {"chip": r["chip"], "hbm_gib": r["hbm_gib"], "score": round(r["score"], 6), "area_mm2": round(r["area_mm2"], 3),
+           "num_tc": r["num_tc"], "tc_rows": r["tc_rows"], "tc_cols": r["tc_cols"], "num_vc": r["num_vc"],
+           "vc_width": r["vc_width"], "glb_mib": r["glb_bytes"] // MiB}
+    for o in r["outcomes"]:
+        row[f"{o['model']}_seq_per_s"] = round(o["throughput_seq_per_s"], 4)
+        row[f"{o['model']}_plan"] = o["plan"]
+    return row
+
+
+def search_tables(res) -> list:
+    out = []
+    c = res.counts
+    out.append(table("search", ["quantity", "value"], [
+        ("candidates (chips x HBM sizes)", f"{c['candidates']} ({c['chips']} x {c['hbm_sizes']})"),
+        ("evaluated exactly", c["exact"]), ("bounded out after a per-chip plan bound", c["bounded"]),
+        ("pruned by the vectorized bound", c["pruned"]), ("infeasible", c["infeasible"]),
+        ("layer schedules solved (not proven optimal)", f"{c['schedules_solved']} ({c['schedules_not_optimal']})"),
+        ("wall time", si(res.wall_time_s, "s")), ("store", res.store)]))
+    b = res.best
+    if b is None:
+        out.append(table("best", ["result"], [("no candidate fits any plan",)]))
+        return out
+    rows = []
+    for o, ref in zip(b["outcomes"], res.references):
+        rows.append((o["model"], "best chip", f"{b['area_mm2']:.1f}", b["hbm_gib"], o["plan"],
+                     f"{o['throughput_seq_per_s']:.2f}", f"{o['throughput_seq_per_s'] / b['area_mm2']:.3f}",
+                     f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-"))
+        rows.append((ref["model"], "TPUv4-like, best plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
+                     ref["best_plan"], f"{ref['best_seq_per_s']:.2f}",
+                     f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x"))
+        paper = ref["paper_seq_per_s"]
+        rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
+                     ref["paper_plan"] if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
+                     f"{paper:.2f}" if paper else "-", f"{paper / ref['area_mm2']:.3f}" if paper else "-",
+                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-"))
+    out.append(table(f"best chip: {chip_text(b)}, {b['area_mm2']:.2f} mm^2, HBM {b['hbm_gib']} GiB "
+                     f"(score {b['score']:.3f} = mean throughput over the TPUv4-like chip's best)",
+                     ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best"],
+                     rows))
+    out.append(table("Pareto front of score against area (exactly evaluated candidates)",
+                     ["area mm^2", "score", "HBM GiB", "chip"],
+                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], chip_text(r)) for r in res.pareto]))
+    return out

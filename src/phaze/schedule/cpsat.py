@@ -1,0 +1,126 @@
+"""Exact multi-mode scheduling with OR-Tools CP-SAT on integer ticks.
+
+Durations are rounded UP to ticks of ``tick_s``; every (op, mode) is an optional fixed-size interval with
+its OWN start variable (the flexible-job-shop idiom; sharing one start between modes can yield a wrong
+"optimal"), exactly one mode per op, one cumulative (or no-overlap) constraint per resource. The tick
+solution is mapped back to real time by keeping each core's op order and re-timing with the real
+durations (never later than the tick schedule). Rounding each of at most n ops up by < 1 tick costs at
+most n ticks, so ``bound_ticks - n`` ticks is a valid real-time lower bound.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from phaze.schedule.bounds import heads_tails
+from phaze.schedule.heuristic import Timing, assign_cores, retime
+from phaze.schedule.problem import KINDS, ScheduleProblem
+
+
+@dataclass(frozen=True)
+class CpResult:
+    timing: Timing | None  # real-time timing of the best CP-SAT solution, None if it found none
+    cores: list[tuple[int, ...]] | None  # core indices per op for ``timing``
+    lower_bound_s: float  # valid for the real problem
+    proven: bool  # the tick problem was solved to optimality
+
+
+def _ticks(d: float, tick_s: float) -> int:
+    t = max(1, math.ceil(d / tick_s))
+    return t if t * tick_s >= d else t + 1
+
+
+def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num_workers: int = 1,
+                random_seed: int = 0, resolution: int = 1 << 20, params: dict | None = None) -> CpResult:
+    n = len(problem.ops)
+    tick_s = hint.makespan / resolution
+    dur = [[_ticks(d, tick_s) for _, d in op.modes] for op in problem.ops]
+    # Horizon: the heuristic schedule re-timed with the rounded durations (same core orders).
+    hint_cores = assign_cores(problem, hint)
+    hint_t = retime(problem, hint, hint_cores, [dur[i][hint.modes[i]] for i in range(n)])
+    horizon = int(round(hint_t.makespan))
+    dmin = [min(ds) for ds in dur]
+    head, tail = heads_tails(problem, [float(x) for x in dmin])
+    head = [int(h) for h in head]
+    tail = [int(t) for t in tail]
+
+    model = cp_model.CpModel()
+    start, end = [], []
+    choice: list[list[tuple[int, object]]] = []  # per op: (mode index, literal or None if the only one)
+    by_kind: dict[str, list[tuple[object, int]]] = {k: [] for k in KINDS}
+    energy: dict[str, list] = {k: [] for k in KINDS}  # core-ticks of each op, as linear terms
+    for i, op in enumerate(problem.ops):
+        lo, hi = head[i], horizon - tail[i]
+        s_i = model.new_int_var(lo, hi - dmin[i], f"s{i}")
+        e_i = model.new_int_var(lo + dmin[i], hi, f"e{i}")
+        start.append(s_i)
+        end.append(e_i)
+        allowed = [m for m in range(len(op.modes)) if lo + dur[i][m] <= hi]
+        if len(allowed) == 1:
+            m = allowed[0]
+            iv = model.new_interval_var(s_i, dur[i][m], e_i, f"iv{i}")
+            by_kind[op.kind].append((iv, op.modes[m][0]))
+            energy[op.kind].append(op.modes[m][0] * dur[i][m])
+            choice.append([(m, None)])
+            model.add_hint(s_i, int(hint_t.starts[i]))
+            continue
+        lits = []
+        for m in allowed:
+            lit = model.new_bool_var(f"x{i}_{m}")
+            s_im = model.new_int_var(lo, hi - dur[i][m], f"s{i}_{m}")
+            iv = model.new_optional_fixed_size_interval_var(s_im, dur[i][m], lit, f"iv{i}_{m}")
+            model.add(s_i == s_im).only_enforce_if(lit)
+            by_kind[op.kind].append((iv, op.modes[m][0]))
+            energy[op.kind].append(op.modes[m][0] * dur[i][m] * lit)
+            lits.append((m, lit))
+            on = m == hint.modes[i]
+            model.add_hint(lit, on)
+            model.add_hint(s_im, int(hint_t.starts[i]) if on else lo)
+        choice.append(lits)
+        model.add_exactly_one(lit for _, lit in lits)
+        model.add(e_i == s_i + sum(dur[i][m] * lit for m, lit in lits))
+        model.add_hint(s_i, int(hint_t.starts[i]))
+    makespan = model.new_int_var(0, horizon, "makespan")
+    for kind, items in by_kind.items():
+        if not items:
+            continue
+        cap = problem.capacity(kind)
+        # Redundant energy row: core-ticks used <= cores x makespan (ties mode choices to the objective in the LP).
+        model.add(sum(energy[kind]) <= cap * makespan)
+        if cap == 1:
+            model.add_no_overlap([iv for iv, _ in items])
+        else:
+            model.add_cumulative([iv for iv, _ in items], [k for _, k in items], cap)
+    for a, b in problem.edges:
+        model.add(start[b] >= end[a])
+    work_lb = max(math.ceil(sum(min(k * dur[i][m] for m, (k, _) in enumerate(op.modes))
+                                for i, op in enumerate(problem.ops) if op.kind == kind)
+                            / problem.capacity(kind)) for kind in KINDS)
+    cp_lb = max(head[i] + dmin[i] + tail[i] for i in range(n))
+    model.add(makespan >= min(max(cp_lb, work_lb), horizon))
+    succs = problem.succs()
+    for i in range(n):
+        if not succs[i]:
+            model.add(makespan >= end[i])
+    model.minimize(makespan)
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s)
+    solver.parameters.num_workers = int(num_workers)
+    solver.parameters.random_seed = int(random_seed)
+    for key, value in (params or {}).items():
+        setattr(solver.parameters, key, value)
+    status = solver.solve(model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        bound = max(cp_lb, work_lb)
+        return CpResult(None, None, max(0.0, (bound - n) * tick_s), False)
+    modes = [next(m for m, lit in ch if lit is None or solver.boolean_value(lit)) for ch in choice]
+    tick_timing = Timing(tuple(solver.value(s) for s in start), tuple(solver.value(e) for e in end),
+                         tuple(modes))
+    cores = assign_cores(problem, tick_timing)
+    real = retime(problem, tick_timing, cores, [op.modes[modes[i]][1] for i, op in enumerate(problem.ops)])
+    bound = solver.best_objective_bound if status == cp_model.FEASIBLE else solver.objective_value
+    return CpResult(real, cores, max(0.0, (bound - n) * tick_s), status == cp_model.OPTIMAL)
+

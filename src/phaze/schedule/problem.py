@@ -1,0 +1,167 @@
+"""The per-layer scheduling problem as plain data, and its result.
+
+Semantics (one layer, one direction, one chip):
+- An op of kind "tc" (GEMM) or "vc" (vector op) runs on ``k`` cores of its kind for some ``(k, duration_s)``
+  in its ``modes``: one core, a power-of-two subset, or all cores (``phaze.cost.core_modes``). Cores need
+  not be contiguous.
+- Ops sharing a core never overlap, so an op on all cores of its kind excludes every other op of that kind.
+- An op starts only after all its predecessors have ended (``edges`` are (pred, succ) indices).
+- Tensor-parallel collectives ("net") occupy the chip's network port (capacity 1, core name "net0"), not
+  tensor or vector cores, so they overlap compute wherever the dependencies allow.
+- Durations are positive (``build_problem`` floors a zero-cost op at ``MIN_DURATION_S``), so every op
+  occupies its cores for a non-empty interval.
+- Fusion rule: none. Every op of the layer graph (a GEMM and its element-wise epilogue included) is
+  scheduled as its own op; the graph builder decides what is one op.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from phaze.errors import ConfigError
+
+Kind = Literal["tc", "vc", "net"]
+Status = Literal["optimal", "feasible", "heuristic"]
+KINDS: tuple[str, ...] = ("tc", "vc", "net")
+MIN_DURATION_S = 1e-12  # a zero-cost op (e.g. a reshape) still takes 1 ps, so intervals are never empty
+
+
+@dataclass(frozen=True)
+class SchedOp:
+    """One op: ``modes`` are (cores, duration_s) pairs, sorted by cores, none dominated by another."""
+
+    name: str
+    kind: Kind
+    modes: tuple[tuple[int, float], ...]
+
+    @property
+    def min_duration_s(self) -> float:
+        return min(d for _, d in self.modes)
+
+    @property
+    def min_work_s(self) -> float:
+        """Least core-seconds the op can consume (cores x duration)."""
+        return min(k * d for k, d in self.modes)
+
+
+@dataclass(frozen=True)
+class ScheduleProblem:
+    ops: tuple[SchedOp, ...]
+    edges: tuple[tuple[int, int], ...]
+    num_tc: int
+    num_vc: int
+
+    def __post_init__(self) -> None:
+        if self.num_tc <= 0 or self.num_vc <= 0:
+            raise ConfigError(
+                f"schedule problem: a chip needs at least one tensor and one vector core, got "
+                f"num_tc={self.num_tc}, num_vc={self.num_vc}; fix the accelerator description")
+        n = len(self.ops)
+        for op in self.ops:
+            if op.kind not in KINDS:
+                raise ConfigError(f"op {op.name!r}: kind must be one of {KINDS}, got {op.kind!r}")
+            if not op.modes:
+                raise ConfigError(f"op {op.name!r}: needs at least one (cores, duration_s) mode")
+            cap = self.capacity(op.kind)
+            for k, d in op.modes:
+                if not (1 <= k <= cap) or not (0.0 < d < float("inf")):
+                    raise ConfigError(f"op {op.name!r}: invalid mode ({k}, {d}) for {cap} {op.kind} cores")
+        for a, b in self.edges:
+            if not (0 <= a < n and 0 <= b < n) or a == b:
+                raise ConfigError(f"schedule problem: edge ({a}, {b}) is not between two distinct ops")
+        topo_order(n, self.edges)  # raises on a cycle
+
+    def capacity(self, kind: str) -> int:
+        return {"tc": self.num_tc, "vc": self.num_vc, "net": 1}[kind]
+
+    def preds(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.ops]
+        for a, b in self.edges:
+            out[b].append(a)
+        return out
+
+    def succs(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in self.ops]
+        for a, b in self.edges:
+            out[a].append(b)
+        return out
+
+
+@dataclass(frozen=True)
+class ScheduledOp:
+    name: str
+    kind: Kind
+    start_s: float
+    end_s: float
+    cores: tuple[str, ...]  # e.g. ("tc0", "tc3"); collectives use ("net0",)
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """``ops`` are in the problem's op order. ``gap`` = (makespan - lower bound) / makespan."""
+
+    makespan_s: float
+    lower_bound_s: float
+    status: Status
+    gap: float
+    solve_time_s: float
+    ops: tuple[ScheduledOp, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "makespan_s": self.makespan_s, "lower_bound_s": self.lower_bound_s, "status": self.status,
+            "gap": self.gap, "solve_time_s": self.solve_time_s,
+            "ops": [{"name": o.name, "kind": o.kind, "start_s": o.start_s, "end_s": o.end_s,
+                     "cores": list(o.cores)} for o in self.ops],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Schedule":
+        ops = tuple(ScheduledOp(o["name"], o["kind"], float(o["start_s"]), float(o["end_s"]),
+                                tuple(o["cores"])) for o in d["ops"])
+        return cls(float(d["makespan_s"]), float(d["lower_bound_s"]), d["status"], float(d["gap"]),
+                   float(d["solve_time_s"]), ops)
+
+    def core_utilization(self, kind: str, capacity: int) -> float:
+        """Busy core-seconds of ``kind`` over capacity x makespan."""
+        if self.makespan_s <= 0:
+            return 0.0
+        busy = sum((o.end_s - o.start_s) * len(o.cores) for o in self.ops if o.kind == kind)
+        return busy / (capacity * self.makespan_s)
+
+
+def topo_order(n: int, edges) -> list[int]:
+    """Kahn's algorithm, smallest index first (deterministic); raises ConfigError on a cycle."""
+    import heapq
+
+    indeg = [0] * n
+    succ: list[list[int]] = [[] for _ in range(n)]
+    for a, b in edges:
+        succ[a].append(b)
+        indeg[b] += 1
+    heap = [i for i in range(n) if indeg[i] == 0]
+    heapq.heapify(heap)
+    out = []
+    while heap:
+        i = heapq.heappop(heap)
+        out.append(i)
+        for j in succ[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(heap, j)
+    if len(out) != n:
+        raise ConfigError("schedule problem: the op graph has a cycle; edges must form a DAG")
+    return out
+
+
+def prune_modes(modes) -> tuple[tuple[int, float], ...]:
+    """Drop dominated modes: keep (k, d) only if every mode with fewer cores is strictly slower."""
+    best: dict[int, float] = {}
+    for k, d in modes:
+        k, d = int(k), float(d)
+        best[k] = min(d, best.get(k, float("inf")))
+    out: list[tuple[int, float]] = []
+    for k in sorted(best):
+        if not out or best[k] < out[-1][1]:
+            out.append((k, best[k]))
+    return tuple(out)

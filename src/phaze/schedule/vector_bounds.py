@@ -1,0 +1,68 @@
+"""Bounds on a layer's optimal makespan for N chips at once (numpy over chips, a loop over ops only).
+
+lower: max(critical path with each op's fastest mode, per-resource least core-seconds / core count) --
+the same bound ``solve`` starts from.
+upper: the makespan of a valid schedule: every op on all cores of its kind, ops of one kind run one after
+another in topological order, different kinds (and the network) overlap as dependencies allow.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.cluster import NetworkTier
+from phaze.schedule.build import collective_duration_s
+from phaze.schedule.problem import MIN_DURATION_S, topo_order
+from phaze.workload.ops import LayerGraph, op_resource
+
+
+def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
+                      tp_tier: NetworkTier | None = None) -> tuple[np.ndarray, np.ndarray]:
+    from phaze.cost import op_latency_s
+
+    n_chips = len(arch)
+    caps = {"tc": np.asarray(arch.num_tc, dtype=np.int64), "vc": np.asarray(arch.num_vc, dtype=np.int64),
+            "net": np.ones(n_chips, dtype=np.int64)}
+    where = f"layer {graph.layer!r} ({graph.direction})"
+    n = len(graph.ops)
+    d_min, d_all, kinds = [], [], []
+    work = {k: np.zeros(n_chips) for k in caps}
+    for op in graph.ops:
+        kind = op_resource(op)
+        kinds.append(kind)
+        if kind == "net":
+            d = np.full(n_chips, collective_duration_s(op, tp_tier, where))
+            d_min.append(d)
+            d_all.append(d)
+            work["net"] += d
+            continue
+        cap = caps[kind]
+        full = np.maximum(np.asarray(op_latency_s(op, arch, cap), dtype=float), MIN_DURATION_S)
+        best_d, best_w = full.copy(), full * cap
+        p = 1
+        while p < int(cap.max(initial=1)):
+            cores = np.where(p < cap, p, cap)  # mode p where it exists, else the all-cores mode again
+            lat = np.maximum(np.asarray(op_latency_s(op, arch, cores), dtype=float), MIN_DURATION_S)
+            best_d = np.minimum(best_d, lat)
+            best_w = np.minimum(best_w, lat * cores)
+            p *= 2
+        d_min.append(best_d)
+        d_all.append(full)
+        work[kind] += best_w
+    preds: list[list[int]] = [[] for _ in range(n)]
+    for a, b in graph.edges:
+        preds[b].append(a)
+    zero = np.zeros(n_chips)
+    head_end = [zero] * n  # earliest end with fastest modes and no resource limits
+    up_end = [zero] * n  # end in the all-cores serialized schedule
+    last = {k: zero for k in caps}
+    for i in topo_order(n, graph.edges):
+        ready_lo = np.max([head_end[p] for p in preds[i]], axis=0) if preds[i] else zero
+        head_end[i] = ready_lo + d_min[i]
+        ready_up = np.max([up_end[p] for p in preds[i]], axis=0) if preds[i] else zero
+        up_end[i] = np.maximum(ready_up, last[kinds[i]]) + d_all[i]
+        last[kinds[i]] = up_end[i]
+    crit = np.max(head_end, axis=0) if n else zero
+    lower = np.max([crit] + [work[k] / caps[k] for k in caps], axis=0)
+    upper = np.max(up_end, axis=0) if n else zero
+    return lower, upper

@@ -1,0 +1,56 @@
+"""Executors for the exact per-chip evaluations: a local process pool, or Ray behind the same
+``concurrent.futures.Executor`` interface (``ObjectRef.future()``)."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import multiprocessing as mp
+
+from phaze.errors import PhazeError
+
+
+class InlineExecutor(cf.Executor):
+    """Runs each task at submit time in this process (workers=1: no pickling, easy to profile)."""
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        fut: cf.Future = cf.Future()
+        try:
+            fut.set_result(fn(*args, **kwargs))
+        except BaseException as err:  # surfaced by fut.result()
+            fut.set_exception(err)
+        return fut
+
+
+class RayExecutor(cf.Executor):
+    """Submits tasks as Ray remote functions; ``address=None`` starts a local Ray instance."""
+
+    def __init__(self, address: str | None = None, num_cpus: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise PhazeError("--backend ray needs Ray: pip install 'phaze[ray]'") from None
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
+                     log_to_driver=False)
+        self._remote = {}
+
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        remote = self._remote.get(fn)
+        if remote is None:
+            remote = self._remote[fn] = self._ray.remote(fn)
+        return remote.remote(*args, **kwargs).future()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass  # the Ray instance outlives one search (a local one ends with the process)
+
+
+def make_executor(backend: str, workers: int, address: str | None = None) -> cf.Executor:
+    if workers < 1:
+        raise PhazeError(f"--workers must be at least 1, got {workers}")
+    if backend == "ray":
+        return RayExecutor(address, workers)
+    if backend != "local":
+        raise PhazeError(f"unknown --backend {backend!r}; use local or ray")
+    if workers == 1:
+        return InlineExecutor()
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))

@@ -1,0 +1,217 @@
+"""The co-search loop: vectorized bounds for every chip, then exact evaluation in bound order until no
+remaining candidate can beat the incumbent (branch and bound; the answer equals brute force)."""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import sys
+import time
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from phaze.errors import InfeasibleError
+from phaze.hardware.presets import TPUV4_LIKE, get_cluster
+from phaze.hardware.space import CandidateSet, enumerate_space
+from phaze.search.bounds import ModelBounds, model_bounds
+from phaze.search.exact import TIE_RTOL, ChipResult, ChipTask, ModelTask, evaluate_chip
+from phaze.search.executor import make_executor
+from phaze.search.spec import GiB, SearchSpec
+from phaze.search.store import Store
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Plain data: the best chip and its plans, the TPUv4-like comparison, the Pareto front, counts."""
+
+    store: str
+    spec: dict
+    counts: dict  # candidates, exact, bounded, pruned, infeasible, schedules_solved, schedules_not_optimal
+    best: dict | None
+    references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan
+    pareto: list[dict]  # (area, score) front among exactly evaluated candidates
+    wall_time_s: float
+
+
+def _chip_fields(cands: CandidateSet, i: int) -> dict:
+    a = cands.arch
+    return {"chip": int(i), "area_mm2": float(cands.area_mm2[i]), "num_tc": int(a.num_tc[i]),
+            "tc_rows": int(a.tc_rows[i]), "tc_cols": int(a.tc_cols[i]), "num_vc": int(a.num_vc[i]),
+            "vc_width": int(a.vc_width[i]), "glb_bytes": int(a.glb_bytes[i])}
+
+
+def references(spec: SearchSpec, cluster) -> list[dict]:
+    """TPUv4-like chip (its own 32 GiB HBM) under its best plan and under the paper's fixed plan."""
+    from phaze.placement import optimize
+    from phaze.placement.baseline_plans import paper_baseline
+    from phaze.hardware.area import area_mm2
+
+    out = []
+    for m in spec.models:
+        ref = {"model": m.name, "area_mm2": float(area_mm2(TPUV4_LIKE)), "hbm_gib": TPUV4_LIKE.hbm_bytes / GiB}
+        try:
+            res = optimize(m, TPUV4_LIKE, cluster, spec.global_batch, devices=spec.devices,
+                           microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
+                           tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,),
+                           top_k=0, baselines=False, optimizer=spec.optimizer)
+            ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
+                       best_mfu=res.best.mfu)
+        except InfeasibleError as err:
+            ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
+        b = paper_baseline(m, TPUV4_LIKE, cluster, spec.global_batch)
+        ev = b.evaluation
+        ref.update(paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
+                   paper_plan=b.plan.describe() if b.plan is not None else b.reason,
+                   paper_fits=b.fits, paper_reason=b.reason)
+        out.append(ref)
+    return out
+
+
+class _Progress:
+    """A rich progress bar on a terminal; a line every few seconds otherwise; nothing when quiet."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet or False
+        self.tty = sys.stderr.isatty()
+        self.last = 0.0
+        self.bar = None
+
+    def phase(self, text: str) -> None:
+        if not self.quiet:
+            print(f"phaze search: {text}", file=sys.stderr, flush=True)
+
+    def start(self, total: int) -> None:
+        if self.quiet or not self.tty:
+            return
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
+        self.bar.start()
+        self.task = self.bar.add_task("candidates", total=total)
+
+    def update(self, resolved: int, total: int, incumbent: float, exact: int) -> None:
+        if self.quiet:
+            return
+        if self.bar is not None:
+            self.bar.update(self.task, completed=resolved,
+                            description=f"candidates (exact {exact}, best score {incumbent:.4g})")
+        elif time.monotonic() - self.last > 5:
+            self.last = time.monotonic()
+            print(f"phaze search: {resolved}/{total} candidates resolved, {exact} evaluated exactly, best score "
+                  f"{incumbent:.4g}", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
+    """Higher score wins; ties go to the smaller chip, then the smaller HBM, then the lower index."""
+    if b is None:
+        return True
+    return (-a.score, area[a.index], a.hbm_gib, a.index) < (-b.score, area[b.index], b.hbm_gib, b.index)
+
+
+def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
+               address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
+               schedule_time_limit_s: float = 5.0) -> SearchResult:
+    """Search ``spec``; every finished chip is committed to ``store_path`` as it completes."""
+    t0 = time.perf_counter()
+    store = Store.open(store_path, spec.fingerprint(), resume)
+    prog = _Progress(quiet)
+    try:
+        cluster = get_cluster(spec.cluster, spec.devices)
+        cands = enumerate_space(spec.space)
+        if len(cands) == 0:
+            raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
+        area = cands.area_mm2
+        refs = store.get_meta("references")
+        if refs is None:
+            prog.phase("evaluating the TPUv4-like reference chip")
+            refs = references(spec, cluster)
+            store.put_meta("references", refs)
+        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
+        bounds: list[ModelBounds] = []
+        for m in spec.models:
+            prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized)")
+            bounds.append(model_bounds(m, spec, cands.arch, cluster))
+        # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
+        ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
+        chip_ub = ub.max(axis=0)
+        order = np.lexsort((np.arange(len(cands)), -chip_ub))
+        sorted_ub = chip_ub[order]
+        done = store.load()
+        best: ChipResult | None = None
+        for r in done.values():
+            if r.status == "exact" and _better(r, best, area):
+                best = r
+        incumbent = best.score if best else 0.0
+        threshold = (lambda: incumbent * (1 - TIE_RTOL)) if prune else (lambda: -np.inf)
+        n_hbm = len(spec.hbm_gib)
+        total = len(cands) * n_hbm
+        counters = {"schedules_solved": 0, "schedules_not_optimal": 0}
+        executor = make_executor(backend, workers, address)
+        window = max(2, 2 * workers)
+        pending: dict[cf.Future, int] = {}
+        pos = 0
+        prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
+        prog.start(total)
+
+        def resolved() -> int:
+            cut = int(np.searchsorted(-sorted_ub, -threshold(), side="right")) if prune else len(order)
+            return min(total, pos * n_hbm + (len(order) - max(cut, pos)) * n_hbm)
+
+        try:
+            while True:
+                while len(pending) < window and pos < len(order):
+                    c = int(order[pos])
+                    if chip_ub[c] < threshold():
+                        pos = len(order)  # sorted: every remaining chip is pruned
+                        break
+                    pos += 1
+                    hbms = tuple(g for h, g in enumerate(spec.hbm_gib)
+                                 if (c, g) not in done and ub[h, c] >= threshold())
+                    if not hbms:
+                        continue
+                    task = ChipTask(c, replace(cands.arch.accelerator(c), name=f"cand{c}"), hbms,
+                                    tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r)
+                                          for b, r in zip(bounds, ref_tput)),
+                                    cluster, spec.global_batch, spec.devices,
+                                    incumbent if prune else 0.0, schedule_time_limit_s)
+                    pending[executor.submit(evaluate_chip, task)] = c
+                if not pending:
+                    break
+                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for f in sorted(finished, key=lambda f: pending[f]):
+                    c = pending.pop(f)
+                    results = f.result()
+                    store.add(results, {c: _chip_fields(cands, c)})
+                    for r in results:
+                        done[(r.index, r.hbm_gib)] = r
+                        counters["schedules_solved"] += r.schedules_solved
+                        counters["schedules_not_optimal"] += r.schedules_not_optimal
+                        if r.status == "exact" and _better(r, best, area):
+                            best, incumbent = r, r.score
+                prog.update(resolved(), total, incumbent, sum(r.status == "exact" for r in done.values()))
+        except BaseException:
+            for f in pending:
+                f.cancel()
+            executor.shutdown(wait=False, cancel_futures=True)
+            raise
+        executor.shutdown(wait=True)
+    finally:
+        prog.stop()
+    counts = {"candidates": total, "chips": len(cands), "hbm_sizes": n_hbm,
+              "exact": sum(r.status == "exact" for r in done.values()),
+              "bounded": sum(r.status == "bounded" for r in done.values()),
+              "infeasible": sum(r.status == "infeasible" for r in done.values())}
+    counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
+    counts.update(counters)
+    rows = store.rows(status="exact")
+    store.close()
+    pareto, best_score = [], -np.inf
+    for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
+        if row["score"] > best_score:
+            pareto.append(row)
+            best_score = row["score"]
+    best_row = rows[0] if rows else None
+    return SearchResult(store_path, spec.fingerprint(), counts, best_row, refs, pareto, time.perf_counter() - t0)

@@ -1,0 +1,76 @@
+"""What a co-search covers: models, the architecture space, and the plan dimensions swept per chip.
+
+Defaults reproduce the paper's setting (phaze-paper.md): 1024 devices on the flat 4 GiB/s network,
+global batch 4096, the default space under the TPUv4-like budget, HBM 32/64/80 GiB, recompute off/full.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from phaze.errors import ConfigError
+from phaze.hardware.space import DesignSpace
+from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class SearchSpec:
+    models: tuple[ModelConfig, ...]
+    space: DesignSpace = field(default_factory=DesignSpace)
+    space_name: str = "default"
+    hbm_gib: tuple[int, ...] = (32, 64, 80)
+    microbatch_sizes: tuple[int, ...] = (1, 2, 4, 8)
+    tp_values: tuple[int, ...] | None = None  # None: every valid width <= the model's max_tp
+    recompute_modes: tuple[str, ...] = ("none", "full")
+    cluster: str = "flat-4gib"
+    devices: int = 1024
+    global_batch: int = 4096
+    optimizer: str = "adam"
+
+    def __post_init__(self) -> None:
+        if not self.models:
+            raise ConfigError("search needs at least one --model")
+        for name, vals in (("--hbm-gib", self.hbm_gib), ("--mbs", self.microbatch_sizes), ("--tp", self.tp_values or (1,))):
+            if not vals or any((not isinstance(v, int)) or v <= 0 for v in vals):
+                raise ConfigError(f"{name} must be a list of positive integers, got {vals!r}")
+        for r in self.recompute_modes:
+            if r not in RECOMPUTE_MODES:
+                raise ConfigError(f"--recompute: unknown mode {r!r}; use {', '.join(RECOMPUTE_MODES)}")
+        if self.devices <= 0 or self.global_batch <= 0:
+            raise ConfigError("--devices and --global-batch must be positive")
+
+    def settings(self, model: ModelConfig) -> tuple[TrainSetting, ...]:
+        """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism,
+        as in the paper)."""
+        tps = self.tp_values or tuple(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= model.max_tp)
+        out = []
+        for t in tps:
+            if not model.valid_tp(t) or t > self.devices:
+                continue
+            for mbs in self.microbatch_sizes:
+                if self.global_batch % mbs:
+                    continue
+                for rc in self.recompute_modes:
+                    out.append(TrainSetting(microbatch_size=mbs, seq_len=model.seq_len, tp=t, recompute=rc))
+        if not out:
+            raise ConfigError(f"no valid (microbatch, tp) for {model.name}: check --tp (max {model.max_tp}) and "
+                              f"that --mbs values divide --global-batch {self.global_batch}")
+        return tuple(out)
+
+    def fingerprint(self) -> dict:
+        """Plain, canonical description used to check that --resume continues the same run."""
+        from phaze.report.jsonable import to_jsonable
+        return {
+            "models": [to_jsonable(m) for m in self.models], "space": to_jsonable(self.space),
+            "space_name": self.space_name, "hbm_gib": list(self.hbm_gib),
+            "microbatch_sizes": list(self.microbatch_sizes),
+            "tp_values": list(self.tp_values) if self.tp_values else None,
+            "recompute_modes": list(self.recompute_modes), "cluster": self.cluster, "devices": self.devices,
+            "global_batch": self.global_batch, "optimizer": self.optimizer,
+        }
+
+    def key(self) -> str:
+        return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True).encode()).hexdigest()[:16]

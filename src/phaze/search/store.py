@@ -1,0 +1,115 @@
+"""SQLite store of a co-search: the run's parameters and every finished candidate, committed one chip at a
+time, so a run killed at any point (Ctrl-C or SIGKILL) resumes without recomputing or losing anything."""
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+from phaze.errors import StoreError
+from phaze.search.exact import ChipResult, ModelOutcome
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS results (
+    chip INTEGER NOT NULL, hbm_gib INTEGER NOT NULL, status TEXT NOT NULL, score REAL NOT NULL,
+    area_mm2 REAL NOT NULL, num_tc INTEGER, tc_rows INTEGER, tc_cols INTEGER, num_vc INTEGER,
+    vc_width INTEGER, glb_bytes INTEGER, outcomes TEXT NOT NULL, schedules_solved INTEGER,
+    schedules_not_optimal INTEGER, PRIMARY KEY (chip, hbm_gib));
+"""
+
+
+def _diff(a: dict, b: dict) -> list[str]:
+    return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+
+
+class Store:
+    """One search run in one SQLite file. ``open`` refuses a store of another run (naming the parameters
+    that differ) and an existing store without ``resume``: nothing stored is ever overwritten."""
+
+    def __init__(self, con: sqlite3.Connection, path: str) -> None:
+        self.con, self.path = con, path
+
+    @classmethod
+    def open(cls, path: str | Path, fingerprint: dict, resume: bool) -> "Store":
+        path = str(path)
+        exists = Path(path).exists() and Path(path).stat().st_size > 0
+        if exists and not resume:
+            raise StoreError(f"store {path} already exists; continue it with --resume or choose another --store")
+        try:
+            con = sqlite3.connect(path, timeout=30)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.executescript(_SCHEMA)
+            row = con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"cannot read store {path}: {err}; pass another --store") from None
+        if row is None:
+            con.execute("INSERT INTO meta VALUES ('spec', ?)", (json.dumps(fingerprint, sort_keys=True),))
+            con.commit()
+        else:
+            stored = json.loads(row[0])
+            if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
+                raise StoreError(f"store {path} was written by a search with other parameters "
+                                 f"({', '.join(_diff(stored, fingerprint))} differ); rerun with the same "
+                                 f"parameters or use another --store")
+        return cls(con, path)
+
+    @classmethod
+    def open_existing(cls, path: str | Path) -> "Store":
+        """Open for reading (``phaze results``)."""
+        if not Path(path).is_file():
+            raise StoreError(f"no store at {path}; run `phaze search --store {path}` first")
+        try:
+            con = sqlite3.connect(str(path), timeout=30)
+            con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+            con.execute("SELECT count(*) FROM results").fetchone()
+        except sqlite3.DatabaseError as err:
+            raise StoreError(f"cannot read store {path}: {err}; is it a phaze results store?") from None
+        return cls(con, str(path))
+
+    def fingerprint(self) -> dict:
+        row = self.con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def get_meta(self, key: str):
+        row = self.con.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put_meta(self, key: str, value) -> None:
+        with self.con:
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True)))
+
+    def add(self, results: list[ChipResult], chip_fields: dict[int, dict]) -> None:
+        """Store one chip's results in one transaction (all or nothing)."""
+        with self.con:
+            for r in results:
+                f = chip_fields[r.index]
+                self.con.execute(
+                    "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (r.index, r.hbm_gib, r.status, r.score, f["area_mm2"], f["num_tc"], f["tc_rows"], f["tc_cols"],
+                     f["num_vc"], f["vc_width"], f["glb_bytes"],
+                     json.dumps([o.__dict__ for o in r.outcomes], sort_keys=True),
+                     r.schedules_solved, r.schedules_not_optimal))
+
+    def load(self) -> dict[tuple[int, int], ChipResult]:
+        out = {}
+        for row in self.con.execute("SELECT chip, hbm_gib, status, score, outcomes, schedules_solved, "
+                                    "schedules_not_optimal FROM results"):
+            outs = tuple(ModelOutcome(**o) for o in json.loads(row[4]))
+            out[(row[0], row[1])] = ChipResult(row[0], row[1], row[2], row[3], outs, row[5], row[6])
+        return out
+
+    def rows(self, top: int | None = None, status: str | None = "exact") -> list[dict]:
+        q = "SELECT * FROM results" + (" WHERE status=?" if status else "") + \
+            " ORDER BY score DESC, area_mm2 ASC, hbm_gib ASC, chip ASC" + (f" LIMIT {int(top)}" if top else "")
+        cur = self.con.execute(q, (status,) if status else ())
+        cols = [d[0] for d in cur.description]
+        out = []
+        for row in cur:
+            d = dict(zip(cols, row))
+            d["outcomes"] = json.loads(d["outcomes"])
+            out.append(d)
+        return out
+
+    def close(self) -> None:
+        self.con.close()

@@ -1,0 +1,222 @@
+"""Published measurements as validated, frozen cases (a JSON file of the shape of
+``phaze/validation/data/published_measurements.json``), read at the edge with pydantic.
+
+File shape::
+
+  {"source": "<citation>", "notes": ["..."],
+   "models": {"<name>": {"layers": L, "hidden": h, "heads": a, "ffn": f, "seq": s, "vocab": V}},
+   "iteration_time_s": [{"model": "<name>", "gpus": N, "tp": t, "pp": p, "dp": d, "global_batch": B,
+                         "microbatch": b, "pipeline_interleaving": v, "mode": "full", "measured_s": 18.13}],
+   "memory_gib_per_gpu": [{"model": "<name>", "tp": t, "pp": p, "microbatch": b, "pipeline_interleaving": v,
+                           "params_grads_optimizer": 45.5625, "activations": {"none": 59.25, "seqsel": 9.5625}}]}
+
+Optional per entry: "accelerator" (default "a100-80g"), "cluster" (default "dgx-a100"); memory entries may
+give "global_batch" (default: microbatch x 4 x pp, enough microbatches for the 1F1B steady state).
+Models are Megatron GPT decoders: GELU, LayerNorm, learned positions, dropout, biases, tied embeddings,
+vocabulary padded to a multiple of 128 x t (Megatron's ``--make-vocab-size-divisible-by 128``).
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from phaze.errors import ConfigError
+from phaze.workload.config import ModelConfig
+
+PosInt = Annotated[int, Field(strict=True, gt=0)]
+PosFloat = Annotated[float, Field(gt=0)]
+# mode -> (recompute, sequence_parallel); the modes of Korthikanti et al. 2022, Table 5 / Figure 1.
+MODES: dict[str, tuple[str, bool]] = {
+    "none": ("none", False), "seq": ("none", True), "sel": ("selective", False),
+    "seqsel": ("selective", True), "full": ("full", False),
+}
+Mode = Literal["none", "seq", "sel", "seqsel", "full"]
+DEFAULT_FILE = "published_measurements.json"
+
+
+class _ModelSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    layers: PosInt
+    hidden: PosInt
+    heads: PosInt
+    ffn: PosInt
+    seq: PosInt
+    vocab: PosInt
+
+
+class _TimeSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str
+    gpus: PosInt
+    tp: PosInt
+    pp: PosInt
+    dp: PosInt
+    global_batch: PosInt
+    microbatch: PosInt
+    pipeline_interleaving: PosInt = 1
+    mode: Mode
+    measured_s: PosFloat
+    accelerator: str = "a100-80g"
+    cluster: str = "dgx-a100"
+
+
+class _MemorySpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    model: str
+    tp: PosInt
+    pp: PosInt
+    microbatch: PosInt
+    pipeline_interleaving: PosInt = 1
+    params_grads_optimizer: PosFloat
+    activations: dict[Mode, PosFloat]
+    global_batch: PosInt | None = None
+    accelerator: str = "a100-80g"
+    cluster: str = "dgx-a100"
+
+
+class _FileSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    source: str
+    notes: list[str] = []
+    models: dict[str, _ModelSpec]
+    iteration_time_s: list[_TimeSpec] = []
+    memory_gib_per_gpu: list[_MemorySpec] = []
+
+
+@dataclass(frozen=True)
+class TimeCase:
+    """One measured iteration time (seconds per global batch)."""
+
+    model: ModelConfig
+    gpus: int
+    tp: int
+    pp: int
+    dp: int
+    global_batch: int
+    microbatch: int
+    interleave: int
+    mode: str
+    measured_s: float
+    accelerator: str = "a100-80g"
+    cluster: str = "dgx-a100"
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name} t={self.tp} p={self.pp} d={self.dp} v={self.interleave} {self.mode}"
+
+
+@dataclass(frozen=True)
+class MemoryCase:
+    """Measured memory per GPU on the first pipeline stage: static (params + grads + optimizer state) and
+    the activations of each listed mode, in GiB."""
+
+    model: ModelConfig
+    tp: int
+    pp: int
+    microbatch: int
+    interleave: int
+    global_batch: int
+    static_gib: float
+    activation_gib: tuple[tuple[str, float], ...]
+    accelerator: str = "a100-80g"
+    cluster: str = "dgx-a100"
+
+    @property
+    def label(self) -> str:
+        return f"{self.model.name} t={self.tp} p={self.pp} v={self.interleave}"
+
+
+@dataclass(frozen=True)
+class Cases:
+    source: str
+    time: tuple[TimeCase, ...]
+    memory: tuple[MemoryCase, ...]
+
+
+def megatron_gpt(name: str, layers: int, hidden: int, heads: int, ffn: int, seq: int, vocab: int,
+                 max_tp: int = 8) -> ModelConfig:
+    """A Megatron-LM GPT decoder (GELU, LayerNorm, learned positions, dropout, biases, tied embeddings)."""
+    return ModelConfig(name=name, num_layers=layers, hidden=hidden, heads=heads, ffn=ffn, vocab=vocab,
+                       seq_len=seq, norm="layernorm", mlp="gelu", position="learned", dropout=True, bias=True,
+                       tied_embeddings=True, arch="decoder", max_tp=max(8, max_tp), vocab_pad_multiple=128)
+
+
+def _describe(err: dict[str, Any]) -> str:
+    where = ".".join(str(p) for p in err["loc"]) or "<top level>"
+    if err["type"] == "missing":
+        return f"missing field '{where}'"
+    if err["type"] == "extra_forbidden":
+        return f"unknown field '{where}'"
+    return f"field '{where}': {err['msg']} (got {err.get('input')!r})"
+
+
+def cases_from_mapping(data: Any, source: str) -> Cases:
+    """Validate a parsed cases document; every problem is one ConfigError line naming the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object with 'source', 'models', 'iteration_time_s' "
+                          f"and/or 'memory_gib_per_gpu', got {type(data).__name__}")
+    try:
+        spec = _FileSpec.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
+        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errs[:3]) + more
+                          + "; see docs/validation.md for the file shape") from None
+
+    def model(name: str, tp: int, where: str) -> ModelConfig:
+        if name not in spec.models:
+            raise ConfigError(f"{source}: {where} names model {name!r}, which is not under 'models' "
+                              f"(known: {', '.join(spec.models) or 'none'})")
+        m = spec.models[name]
+        try:
+            return megatron_gpt(name, m.layers, m.hidden, m.heads, m.ffn, m.seq, m.vocab, max_tp=tp)
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: model {name!r}: {exc}") from None
+
+    time = []
+    for i, e in enumerate(spec.iteration_time_s):
+        where = f"iteration_time_s[{i}]"
+        if e.gpus != e.tp * e.pp * e.dp:
+            raise ConfigError(f"{source}: {where}: gpus {e.gpus} != tp x pp x dp = {e.tp * e.pp * e.dp}")
+        if e.global_batch % (e.microbatch * e.dp):
+            raise ConfigError(f"{source}: {where}: global_batch {e.global_batch} is not a multiple of "
+                              f"microbatch x dp = {e.microbatch * e.dp}")
+        time.append(TimeCase(model(e.model, e.tp, where), e.gpus, e.tp, e.pp, e.dp, e.global_batch,
+                             e.microbatch, e.pipeline_interleaving, e.mode, float(e.measured_s), e.accelerator,
+                             e.cluster))
+    memory = []
+    for i, e in enumerate(spec.memory_gib_per_gpu):
+        where = f"memory_gib_per_gpu[{i}]"
+        if not e.activations:
+            raise ConfigError(f"{source}: {where}: 'activations' needs at least one mode (e.g. \"none\")")
+        gb = e.global_batch or e.microbatch * 4 * e.pp
+        if gb % e.microbatch:
+            raise ConfigError(f"{source}: {where}: global_batch {gb} is not a multiple of microbatch {e.microbatch}")
+        memory.append(MemoryCase(model(e.model, e.tp, where), e.tp, e.pp, e.microbatch, e.pipeline_interleaving,
+                                 gb, float(e.params_grads_optimizer),
+                                 tuple((k, float(v)) for k, v in e.activations.items()), e.accelerator,
+                                 e.cluster))
+    if not time and not memory:
+        raise ConfigError(f"{source}: no cases; add entries under 'iteration_time_s' or 'memory_gib_per_gpu'")
+    return Cases(spec.source, tuple(time), tuple(memory))
+
+
+def load_cases(path: str | Path | None = None) -> Cases:
+    """Cases from a JSON file of the published-measurements shape (default: the packaged file)."""
+    if path is None:
+        text = resources.files("phaze.validation").joinpath("data", DEFAULT_FILE).read_text(encoding="utf-8")
+        return cases_from_mapping(json.loads(text), f"phaze:validation/data/{DEFAULT_FILE}")
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(f"{p}: cases file does not exist; check the path")
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"{p}: not valid JSON ({first}); fix the syntax") from None
+    return cases_from_mapping(data, str(p))

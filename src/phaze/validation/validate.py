@@ -1,0 +1,125 @@
+"""Compare phaze's time and memory model against published measurements (``validate``).
+
+Time: each case's plan (Plan.balanced over p x v virtual stages, the case's t, d, microbatch and mode)
+through ``phaze.placement.evaluate`` with the named accelerator and cluster presets; one set of preset
+constants for every case (docs/validation.md lists their sources).
+
+Memory: the published figures (Korthikanti et al. 2022, Fig. 1) count the transformer layers of the first
+pipeline stage only: "params_grads_optimizer" = 18 B x 12 L h^2 / (t p) (no embedding, biases or norms) and
+"activations" = the stashed activations of the stage's layers for its in-flight microbatches. We compare
+the same quantity -- the blocks of stage 0 -- and report our whole-stage figure (which adds the embedding,
+its stash and the transient recompute buffer) next to it as ``stage_total_gib``.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from phaze.hardware.presets import get_accelerator, get_cluster
+from phaze.placement.evaluation import evaluate, plan_costs
+from phaze.placement.plan import Plan
+from phaze.validation.cases import MODES, Cases, MemoryCase, TimeCase, load_cases
+from phaze.workload.config import ModelConfig
+
+GiB = 2**30
+
+
+@dataclass(frozen=True)
+class TimeResult:
+    case: str
+    model: ModelConfig
+    plan: Plan
+    mode: str
+    predicted_s: float
+    measured_s: float
+    error_pct: float  # signed: (predicted - measured) / measured * 100
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    case: str
+    model: ModelConfig
+    plan: Plan
+    quantity: str  # "params_grads_optimizer" or "activations"
+    mode: str
+    predicted_gib: float  # transformer blocks of the first stage (the published quantity)
+    measured_gib: float
+    error_pct: float
+    stage_total_gib: float  # our whole first stage for this quantity (incl. embedding / head / buffers)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    source: str
+    time: tuple[TimeResult, ...]
+    memory: tuple[MemoryResult, ...]
+    time_mean_abs_pct: float
+    time_max_abs_pct: float
+    memory_mean_abs_pct: float
+    memory_max_abs_pct: float
+
+    def to_dict(self) -> dict:
+        def row(r) -> dict:
+            d = {k: v for k, v in asdict(r).items() if k not in ("model", "plan")}
+            d["model"] = r.model.name
+            d["plan"] = r.plan.describe()
+            return d
+        return {"source": self.source, "time": [row(r) for r in self.time],
+                "memory": [row(r) for r in self.memory],
+                "time_mean_abs_pct": self.time_mean_abs_pct, "time_max_abs_pct": self.time_max_abs_pct,
+                "memory_mean_abs_pct": self.memory_mean_abs_pct, "memory_max_abs_pct": self.memory_max_abs_pct}
+
+
+def _err(pred: float, meas: float) -> float:
+    return (pred - meas) / meas * 100.0
+
+
+def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str) -> Plan:
+    recompute, sp = MODES[mode]
+    return Plan.balanced(model.num_layers, pp, tp, dp, mbs, gb // (mbs * dp), interleave=v,
+                         recompute=recompute, sequence_parallel=sp and tp > 1)
+
+
+def _time(c: TimeCase) -> TimeResult:
+    plan = _plan(c.model, c.pp, c.tp, c.dp, c.microbatch, c.global_batch, c.interleave, c.mode)
+    ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch)
+    return TimeResult(c.label, c.model, plan, c.mode, ev.iteration_time_s, c.measured_s,
+                      _err(ev.iteration_time_s, c.measured_s))
+
+
+def _memory(c: MemoryCase) -> list[MemoryResult]:
+    acc = get_accelerator(c.accelerator)
+    out = []
+    for i, (mode, measured) in enumerate(c.activation_gib):
+        plan = _plan(c.model, c.pp, c.tp, 1, c.microbatch, c.global_batch, c.interleave, mode)
+        cluster = get_cluster(c.cluster, plan.devices)
+        ev = evaluate(plan, c.model, acc, cluster, c.global_batch)
+        costs = plan_costs(plan, c.model, acc, cluster)[plan.recompute_of(0)]
+        s0 = ev.stages[0]
+        L = c.model.num_layers  # layers 1..L are blocks; 0 is the embedding, L + 1 the head
+        blocks = sum(max(0, min(b, L + 1) - max(a, 1)) for a, b in plan.chunks_of(0))
+        if i == 0:  # the static memory does not depend on the mode
+            static_total = s0.weight_bytes + s0.grad_bytes + s0.optimizer_bytes
+            pred = blocks * costs.block.static_bytes / GiB
+            out.append(MemoryResult(c.label, c.model, plan, "params_grads_optimizer", "-", pred, c.static_gib,
+                                    _err(pred, c.static_gib), static_total / GiB))
+        pred = s0.in_flight_microbatches * blocks * costs.block.activation_bytes / GiB
+        total = (s0.activation_bytes + s0.working_bytes) / GiB
+        out.append(MemoryResult(c.label, c.model, plan, "activations", mode, pred, measured, _err(pred, measured),
+                                total))
+    return out
+
+
+def validate(cases: Cases | str | Path | None = None) -> ValidationReport:
+    """Evaluate every case (default: the packaged published measurements; or a Cases object or a path to
+    a cases JSON file) and return predicted vs measured with signed % errors and their summaries."""
+    if not isinstance(cases, Cases):
+        cases = load_cases(cases)
+    time = tuple(_time(c) for c in cases.time)
+    memory = tuple(r for c in cases.memory for r in _memory(c))
+    ta = [abs(r.error_pct) for r in time]
+    ma = [abs(r.error_pct) for r in memory]
+    return ValidationReport(
+        source=cases.source, time=time, memory=memory,
+        time_mean_abs_pct=sum(ta) / len(ta) if ta else 0.0, time_max_abs_pct=max(ta, default=0.0),
+        memory_mean_abs_pct=sum(ma) / len(ma) if ma else 0.0, memory_max_abs_pct=max(ma, default=0.0))

@@ -1,0 +1,43 @@
+"""build_problem and the vectorized layer_time_bounds on real layer graphs."""
+import numpy as np
+import pytest
+
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.presets import get_accelerator, get_cluster
+from phaze.hardware.space import enumerate_space
+from phaze.schedule import build_problem, layer_time_bounds, lower_bound_s, solve, validate
+from phaze.workload.config import TrainSetting
+from phaze.workload.graphs import layer_graph
+from phaze.workload.zoo import get_model
+
+
+@pytest.fixture(scope="module")
+def chips():
+    cands = enumerate_space()
+    idx = np.random.default_rng(1).choice(len(cands), size=6, replace=False)
+    return [get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
+
+
+@pytest.mark.parametrize("layer,direction,tp", [("block", "fwd", 1), ("block", "fwd", 8), ("block", "bwd", 1),
+                                                ("embedding", "fwd", 1), ("head", "bwd", 8)])
+def test_vector_bounds_bracket_the_schedule(chips, layer, direction, tp):
+    model = get_model("megatron-bert") if tp > 1 else get_model("bert-large")
+    graph = layer_graph(model, TrainSetting(microbatch_size=1, seq_len=512, tp=tp), layer, direction)
+    tier = get_cluster("dgx-a100").tier_for_group(tp) if tp > 1 else None
+    lower, upper = layer_time_bounds(graph, ArchArrays.from_accelerators(chips), tier)
+    assert lower.shape == upper.shape == (len(chips),)
+    for i, chip in enumerate(chips):
+        problem = build_problem(graph, chip, tier)
+        s = solve(problem, time_limit_s=2.0)
+        validate(problem, s)
+        assert lower[i] == pytest.approx(lower_bound_s(problem), rel=1e-9)
+        assert lower[i] <= s.lower_bound_s * (1 + 1e-9)
+        assert s.makespan_s <= upper[i] * (1 + 1e-9)
+        assert s.ops[0].name == graph.ops[0].name
+
+
+def test_collectives_need_a_tier():
+    graph = layer_graph(get_model("megatron-bert"), TrainSetting(microbatch_size=1, seq_len=512, tp=8), "block", "fwd")
+    with pytest.raises(ConfigError, match="tier"):
+        build_problem(graph, get_accelerator("tpuv4-like"))
