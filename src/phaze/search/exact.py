@@ -119,7 +119,13 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     counter = [0, 0]
     exact_cache: dict[str, dict] = {}
     results = []
-    for gib in task.hbm_gib:
+    dominated_by: float | None = None  # a larger HBM's score (or bound) already below the incumbent
+    for gib in sorted(task.hbm_gib, reverse=True):
+        # More HBM only adds feasible plans (times do not depend on capacity), so a chip's score can only
+        # shrink with a smaller HBM: once below the incumbent, every smaller size is too.
+        if dominated_by is not None:
+            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1]))
+            continue
         # upper bound of the score with lower-bound layer times
         ub_tputs = []
         single = len(task.models) == 1 and task.incumbent_score > 0
@@ -139,6 +145,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
             continue
         if ub_score < task.incumbent_score * (1 - TIE_RTOL):
             results.append(ChipResult(task.index, gib, "bounded", ub_score, (), counter[0], counter[1]))
+            dominated_by = ub_score
             continue
         outcomes = []
         for mt in task.models:
@@ -158,4 +165,6 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
                                for o, mt in zip(outcomes, task.models)]))
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
         results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1]))
+        if score < task.incumbent_score * (1 - TIE_RTOL):
+            dominated_by = score
     return results

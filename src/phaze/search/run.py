@@ -148,7 +148,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         threshold = (lambda: incumbent * (1 - TIE_RTOL)) if prune else (lambda: -np.inf)
         n_hbm = len(spec.hbm_gib)
         total = len(cands) * n_hbm
-        counters = {"schedules_solved": 0, "schedules_not_optimal": 0}
+        counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
         executor = make_executor(backend, workers, address)
         window = max(2, 2 * workers)
         pending: dict[cf.Future, int] = {}
@@ -184,6 +184,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 for f in sorted(finished, key=lambda f: pending[f]):
                     c = pending.pop(f)
                     results = f.result()
+                    counters["chips_evaluated_this_run"] += 1
                     store.add(results, {c: _chip_fields(cands, c)})
                     for r in results:
                         done[(r.index, r.hbm_gib)] = r

@@ -1,0 +1,127 @@
+"""Co-search: pruning gives the brute-force answer; the store resumes, refuses other runs, survives SIGKILL."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from phaze.errors import StoreError
+from phaze.hardware.presets import get_cluster
+from phaze.hardware.space import DesignSpace, enumerate_space
+from phaze.search import SearchSpec, Store, run_search
+from phaze.search.bounds import model_bounds
+from phaze.workload.config import ModelConfig
+
+MiB = 2**20
+TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
+SPACE = DesignSpace(num_tc=(1, 4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16, 64),
+                    glb_bytes=(2 * MiB, 32 * MiB))
+
+
+def spec(**kw):
+    base = dict(models=(TINY,), space=SPACE, space_name="tiny", hbm_gib=(1, 2), microbatch_sizes=(1, 2),
+                recompute_modes=("none", "full"), devices=16, global_batch=32)
+    base.update(kw)
+    return SearchSpec(**base)
+
+
+@pytest.fixture(scope="module")
+def pruned_and_brute(tmp_path_factory):
+    d = tmp_path_factory.mktemp("search")
+    a = run_search(spec(), str(d / "a.db"), workers=1, quiet=True)
+    b = run_search(spec(), str(d / "b.db"), workers=1, quiet=True, prune=False)
+    return a, b, d
+
+
+def test_pruned_search_equals_brute_force(pruned_and_brute):
+    a, b, _ = pruned_and_brute
+    assert b.counts["pruned"] == 0 and b.counts["bounded"] == 0
+    assert a.counts["pruned"] + a.counts["bounded"] > 0, "the bounds pruned nothing on this space"
+    assert (a.best["chip"], a.best["hbm_gib"]) == (b.best["chip"], b.best["hbm_gib"])
+    assert a.best["score"] == pytest.approx(b.best["score"], rel=1e-12)
+    exact_b = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(b.store).rows()}
+    for r in Store.open_existing(a.store).rows():  # every candidate the pruned run evaluated agrees
+        assert r["score"] == pytest.approx(exact_b[(r["chip"], r["hbm_gib"])], rel=1e-12)
+    assert a.best["score"] == max(exact_b.values())
+
+
+def test_vectorized_bound_never_below_exact(pruned_and_brute):
+    _, b, _ = pruned_and_brute
+    s = spec()
+    cands = enumerate_space(SPACE)
+    mb = model_bounds(TINY, s, cands.arch, get_cluster(s.cluster, s.devices))
+    ref = b.references[0]["best_seq_per_s"]
+    for r in Store.open_existing(b.store).rows():
+        h = s.hbm_gib.index(r["hbm_gib"])
+        tput = r["outcomes"][0]["throughput_seq_per_s"]
+        assert mb.throughput_ub[h, r["chip"]] >= tput * (1 - 1e-9)
+        assert r["score"] == pytest.approx(tput / ref)
+
+
+def test_pareto_front_is_monotone(pruned_and_brute):
+    a, _, _ = pruned_and_brute
+    areas = [r["area_mm2"] for r in a.pareto]
+    scores = [r["score"] for r in a.pareto]
+    assert areas == sorted(areas) and scores == sorted(scores) and len(set(scores)) == len(scores)
+    assert a.pareto[-1]["score"] == a.best["score"]
+
+
+def test_store_refuses_other_parameters_and_overwrite(pruned_and_brute):
+    a, _, d = pruned_and_brute
+    with pytest.raises(StoreError, match="global_batch"):
+        run_search(spec(global_batch=64), a.store, workers=1, quiet=True, resume=True)
+    with pytest.raises(StoreError, match="already exists"):
+        run_search(spec(), a.store, workers=1, quiet=True)
+    bad = d / "junk.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="cannot read"):
+        run_search(spec(), str(bad), workers=1, quiet=True, resume=True)
+
+
+def test_resume_recomputes_nothing(pruned_and_brute):
+    a, _, _ = pruned_and_brute
+    again = run_search(spec(), a.store, workers=1, quiet=True, resume=True)
+    assert again.counts["chips_evaluated_this_run"] == 0
+    assert again.best == a.best
+
+
+def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
+    a, b, _ = pruned_and_brute
+    store = tmp_path / "killed.db"
+    script = (
+        "import sys; sys.path.insert(0, %r)\n"
+        "from test_search import spec\n"
+        "from phaze.search import run_search\n"
+        "if __name__ == '__main__':\n"
+        "    run_search(spec(), %r, workers=1, quiet=True, prune=False)\n"
+    ) % (os.path.dirname(__file__), str(store))
+    proc = subprocess.Popen([sys.executable, "-c", script])
+    deadline = time.time() + 120
+    stored = 0
+    while time.time() < deadline and proc.poll() is None:  # kill once a few chips are committed
+        time.sleep(0.2)
+        if store.exists():
+            try:
+                s = Store.open_existing(store)
+                stored = len(s.rows(status=None))
+                s.close()
+            except StoreError:
+                stored = 0
+            if stored >= 4:
+                break
+    assert proc.poll() is None, "the run finished before it could be killed; make the space larger"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    kept = Store.open_existing(store)
+    before = {(r["chip"], r["hbm_gib"]): r["score"] for r in kept.rows(status=None)}
+    kept.close()
+    assert len(before) >= 4
+    res = run_search(spec(), str(store), workers=1, quiet=True, prune=False, resume=True)
+    chips_before = {c for c, _ in before}
+    assert res.counts["chips_evaluated_this_run"] == res.counts["chips"] - len(chips_before)
+    after = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(store).rows(status=None)}
+    assert all(after[k] == v for k, v in before.items())  # nothing stored was lost or overwritten
+    assert (res.best["chip"], res.best["hbm_gib"], res.best["score"]) == (b.best["chip"], b.best["hbm_gib"], b.best["score"])
