@@ -61,10 +61,19 @@ def plan_from_blocks(blocks: Iterable[int], **kw) -> Plan:
 
 
 def _lower_bound(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
-                 hbm_Bps: float) -> float:
+                 hbm_Bps: float, sync_s: float = 0.0) -> float:
+    """Iteration time no partition of this (setting, d, p, v) can beat. sum T >= S and max T >= S/p; the
+    stage with the most parameters (>= 1/p of them) pays its optimizer step and, beyond one backward
+    (which max T covers), its gradient sync ``sync_s`` (the sync of 1/p of the gradients)."""
     tb = c.block.fwd_s + c.block.bwd_s
     S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
-    return S / v + (m - 1.0 / v) * S / p + traffic_per_dev / p / hbm_Bps
+    opt = traffic_per_dev / p / hbm_Bps
+    base = S / v + (m - 1.0 / v) * S / p + opt
+    if sync_s <= 0:
+        return base
+    k = m - 1.0 / v - 1.0
+    alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
+    return max(base, alt)
 
 
 def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
@@ -91,6 +100,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     min_need = math.inf
     topo_cache: dict = {}
     p2p_cache: dict = {}
+    sync_cache: dict = {}
     seq = 0
     for s, c in costs_by_setting.items():
         mbs, t = s.microbatch_size, s.tp
@@ -100,11 +110,15 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         traffic = float(sum(n * st.optimizer_traffic_bytes(X.grad_bytes, X.optimizer_bytes, X.weight_bytes, X.params)
                             for n, X in ((1, E), (L, Bk), (1, H))))
         act_total = E.activation_bytes + L * Bk.activation_bytes + H.activation_bytes
+        grads_total = E.grad_bytes + L * Bk.grad_bytes + H.grad_bytes - st.tied_grad_bytes(c)
+        weights_total = E.weight_bytes + L * Bk.weight_bytes + H.weight_bytes - st.tied_static_bytes(c) * (
+            H.weight_bytes / H.static_bytes if H.static_bytes else 0.0)
         for d in _divisors(B // mbs):
             if t * d > N:
                 break
             m = B // (mbs * d)
-            key = (t, d, s)  # boundary bytes depend on the setting (mbs, SP)
+            key = (t, d, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
+                   st.scatter_gather(c))  # what the sends depend on
             if key not in p2p_cache:
                 tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
                 pf = min(float(st.send_s(c, Bk.boundary_fwd_bytes, tier, tt)),
@@ -131,7 +145,17 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
                         min_need = min(min_need, need)
                         if need > cap:  # the memory of the whole model cannot spread over p devices
                             continue
-                        lb = _lower_bound(c, L, p, v, m, pf, pb, tr, device.hbm_Bps)
+                        sync = 0.0
+                        if d > 1:
+                            skey = (t, d, p, z, grads_total, weights_total)
+                            sync = sync_cache.get(skey, -1.0)
+                            if sync < 0:
+                                topo = topo_cache.get((t, d, p))
+                                if topo is None:
+                                    topo = topo_cache[(t, d, p)] = st.Topology.of(cluster, t, d, p)
+                                sync = sync_cache[skey] = float(
+                                    st.dp_sync_s(grads_total / p, weights_total / p, topo, z))
+                        lb = _lower_bound(c, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
                         combos.append((lb, seq, s, c, d, p, v, z, m))
                         seq += 1
     combos.sort(key=lambda x: (x[0], x[1]))
