@@ -1,4 +1,12 @@
-"""Cheap lower bounds on a layer's makespan (scalar, one chip)."""
+"""Cheap lower bounds on a layer's makespan (scalar, one chip).
+
+- critical path: the longest dependency chain with every op in its fastest mode;
+- work: per resource, the least total core-seconds over the core count;
+- energetic (heads and tails): for any set S of ops of one kind, all of S runs inside
+  [min head, makespan - min tail] on ``capacity`` cores, so makespan >= min_S head + work(S) / capacity +
+  min_S tail (heads and tails are critical-path lengths with fastest modes; work uses least-work modes).
+  Checking the sets {i: head_i >= r, tail_i >= q} over all r, q covers the strongest such bound.
+"""
 from __future__ import annotations
 
 from phaze.schedule.problem import KINDS, ScheduleProblem, topo_order
@@ -34,5 +42,29 @@ def work_bound_s(problem: ScheduleProblem) -> float:
     return best
 
 
+def energetic_bound(problem: ScheduleProblem, durations: list, works: list):
+    """max over kinds and (r, q) of r + work({i of kind: head_i >= r, tail_i >= q}) / capacity + q, for
+    least durations and works given per op (seconds, or integer ticks: then the work term is rounded up)."""
+    head, tail = heads_tails(problem, durations)
+    integral = all(isinstance(x, int) for x in list(durations) + list(works))
+    best = 0
+    for kind in KINDS:
+        idx = [i for i, op in enumerate(problem.ops) if op.kind == kind]
+        cap = problem.capacity(kind)
+        for r in sorted({head[i] for i in idx}):
+            chosen = sorted((i for i in idx if head[i] >= r), key=lambda i: -tail[i])
+            acc = 0
+            for i in chosen:  # prefix of decreasing tails: the set {tail >= tail[i]} (ties fill in order)
+                acc += works[i]
+                energy = -(-acc // cap) if integral else acc / cap
+                best = max(best, r + energy + tail[i])
+    return int(round(best)) if integral else best
+
+
+def energetic_bound_s(problem: ScheduleProblem) -> float:
+    return float(energetic_bound(problem, [op.min_duration_s for op in problem.ops],
+                                 [op.min_work_s for op in problem.ops]))
+
+
 def lower_bound_s(problem: ScheduleProblem) -> float:
-    return max(critical_path_s(problem), work_bound_s(problem))
+    return max(critical_path_s(problem), work_bound_s(problem), energetic_bound_s(problem))

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from phaze.schedule.bounds import heads_tails
+from phaze.schedule.bounds import energetic_bound, heads_tails
 from phaze.schedule.heuristic import Timing, assign_cores, retime
 from phaze.schedule.problem import KINDS, ScheduleProblem
+from phaze.schedule.reduce import twins
 
 
 @dataclass(frozen=True)
@@ -95,10 +96,12 @@ def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num
             model.add_cumulative([iv for iv, _ in items], [k for _, k in items], cap)
     for a, b in problem.edges:
         model.add(start[b] >= end[a])
-    work_lb = max(math.ceil(sum(min(k * dur[i][m] for m, (k, _) in enumerate(op.modes))
-                                for i, op in enumerate(problem.ops) if op.kind == kind)
-                            / problem.capacity(kind)) for kind in KINDS)
+    work_lb = energetic_bound(problem, dmin, [min(k * dur[i][m] for m, (k, _) in enumerate(op.modes))
+                                              for i, op in enumerate(problem.ops)])
     cp_lb = max(head[i] + dmin[i] + tail[i] for i in range(n))
+    for group in twins(problem):  # interchangeable ops: any schedule can list them by start (safe)
+        for a, b in zip(group, group[1:]):
+            model.add(start[a] <= start[b])
     model.add(makespan >= min(max(cp_lb, work_lb), horizon))
     succs = problem.succs()
     for i in range(n):

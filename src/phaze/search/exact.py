@@ -9,13 +9,13 @@ the exact times.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
-from phaze.placement import DeviceSpec, best_plan_from_costs
+from phaze.placement import DeviceSpec, best_plan_from_costs, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, model_forward_flops_per_sequence
 from phaze.schedule import ScheduleCache, build_problem, solve_cached
 from phaze.search.bounds import SLOTS, with_times
@@ -97,74 +97,103 @@ def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_
                                 cutoff_s=cutoff_s)
 
 
-def exact_times(task: ChipTask, mt: ModelTask, counter: list[int]) -> np.ndarray:
-    """[setting, slot] optimal layer times of this chip: the bound where lower == upper, else CP-SAT."""
-    out = mt.upper_s.copy()
-    for i, c in enumerate(mt.memory):
-        for j, (kind, direction) in enumerate(SLOTS):
-            if mt.upper_s[i, j] <= mt.lower_s[i, j] * (1 + TIGHT_RTOL):
-                continue
-            s = c.setting
-            tier = task.cluster.tier_for_group(s.tp)
-            sched = solve_cached(build_problem(layer_graph(mt.model, s, kind, direction), task.accelerator,
-                                               tier if s.tp > 1 else None), _CACHE, task.schedule_time_limit_s)
-            counter[0] += 1
-            counter[1] += sched.status != "optimal"
-            out[i, j] = sched.makespan_s
+def setting_exact_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int]) -> np.ndarray:
+    """[slot] optimal layer times of setting ``i`` on this chip: the bound where lower == upper, else CP-SAT."""
+    out = mt.upper_s[i].copy()
+    s = mt.memory[i].setting
+    tier = task.cluster.tier_for_group(s.tp) if s.tp > 1 else None
+    for j, (kind, direction) in enumerate(SLOTS):
+        if mt.upper_s[i, j] <= mt.lower_s[i, j] * (1 + TIGHT_RTOL):
+            continue
+        problem = build_problem(layer_graph(mt.model, s, kind, direction), task.accelerator, tier)
+        sched = solve_cached(problem, _CACHE, task.schedule_time_limit_s)
+        counter[0] += 1
+        counter[1] += sched.status != "optimal"
+        out[j] = sched.makespan_s
     return out
 
 
+def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: float, times_cache: dict,
+               counter: list[int]):
+    """The best plan of one model on this chip with ``gib`` of HBM, scheduling layers exactly only for the
+    settings whose plan under lower-bound layer times can reach ``threshold_seq_per_s`` (0: all settings).
+    Returns (candidate or None, throughput, exact): exact is False when the chip provably stays below the
+    threshold (its throughput is then only known to be lower)."""
+    B = task.global_batch
+    cutoff = B / threshold_seq_per_s * (1 + TIE_RTOL) if threshold_seq_per_s > 0 else math.inf
+    ub = []
+    for i, c in enumerate(mt.memory):
+        cand = _best({c.setting: with_times(c, mt.lower_s[i])}, task, mt, gib, cutoff)
+        ub.append(B / cand.iteration_time_s if cand else 0.0)  # 0: nothing fits, or cut off
+    best, best_tput = None, 0.0
+    for i in sorted(range(len(ub)), key=lambda i: (-ub[i], i)):
+        if ub[i] <= 0 or ub[i] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
+            break
+        if i not in times_cache:
+            times_cache[i] = setting_exact_times(task, mt, i, counter)
+        c = mt.memory[i]
+        cand = _best({c.setting: with_times(c, times_cache[i])}, task, mt, gib)
+        if cand is not None and B / cand.iteration_time_s > best_tput:
+            best, best_tput = cand, B / cand.iteration_time_s
+    return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL)
+
+
+def _plan_memory_bytes(task: ChipTask, mt: ModelTask, cand, gib: int) -> float:
+    """Peak memory per device of a solved plan (the largest stage)."""
+    ev = evaluate_costs(cand.plan, cand.costs, task.cluster, task.global_batch, _device(task.accelerator, gib),
+                        num_blocks=mt.model.num_layers)
+    return float(ev.memory_bytes_per_device)
+
+
+def _outcome(task: ChipTask, mt: ModelTask, cand) -> ModelOutcome:
+    if cand is None:
+        return ModelOutcome(mt.model.name, 0.0, math.inf, 0.0, "", None)
+    it = cand.iteration_time_s
+    flops = 3.0 * model_forward_flops_per_sequence(mt.model) * task.global_batch
+    mfu = flops / (it * cand.plan.devices * task.accelerator.peak_matrix_flops)
+    return ModelOutcome(mt.model.name, task.global_batch / it, it, mfu, cand.plan.describe(), cand.plan.to_dict())
+
+
 def evaluate_chip(task: ChipTask) -> list[ChipResult]:
-    """Exact (or provably dominated) results of one chip for each of its HBM sizes."""
+    """Exact (or provably dominated) results of one chip for each of its HBM sizes, largest first.
+
+    More HBM only adds feasible plans (layer times do not depend on capacity), so the score can only
+    shrink with a smaller HBM: once below the incumbent, every smaller size is too. With one model the
+    incumbent prunes settings inside the chip; with several, every setting is evaluated (the score is a
+    mean, so no per-model threshold exists)."""
     counter = [0, 0]
-    exact_cache: dict[str, dict] = {}
+    times_cache: list[dict] = [{} for _ in task.models]
     results = []
-    dominated_by: float | None = None  # a larger HBM's score (or bound) already below the incumbent
+    single = len(task.models) == 1
+    dominated_by: float | None = None
+    carry = None  # (result, per-model peak memory of its plans) at the previous, larger HBM
     for gib in sorted(task.hbm_gib, reverse=True):
-        # More HBM only adds feasible plans (times do not depend on capacity), so a chip's score can only
-        # shrink with a smaller HBM: once below the incumbent, every smaller size is too.
         if dominated_by is not None:
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1]))
             continue
-        # upper bound of the score with lower-bound layer times
-        ub_tputs = []
-        single = len(task.models) == 1 and task.incumbent_score > 0
-        for mt in task.models:
-            lo = {c.setting: with_times(c, mt.lower_s[i]) for i, c in enumerate(mt.memory)}
-            # one model: plans that cannot beat the incumbent are cut off (None then means "bounded")
-            cutoff = (task.global_batch / (task.incumbent_score * mt.reference_seq_per_s) * (1 + TIE_RTOL)
-                      if single else math.inf)
-            cand = _best(lo, task, mt, gib, cutoff)
-            if cand is None and single:
-                ub_tputs.append(task.incumbent_score * mt.reference_seq_per_s)
-                continue
-            ub_tputs.append(task.global_batch / cand.iteration_time_s if cand else 0.0)
-        ub_score = float(np.mean([t / mt.reference_seq_per_s for t, mt in zip(ub_tputs, task.models)]))
-        if ub_score == 0.0:
-            results.append(ChipResult(task.index, gib, "infeasible", 0.0, (), counter[0], counter[1]))
+        if carry is not None and all(mem <= gib * GiB for mem in carry[1]):
+            # the larger HBM's best plans fit this one too, and a smaller HBM cannot do better
+            results.append(replace(carry[0], hbm_gib=gib, schedules_solved=counter[0],
+                                   schedules_not_optimal=counter[1]))
             continue
-        if ub_score < task.incumbent_score * (1 - TIE_RTOL):
-            results.append(ChipResult(task.index, gib, "bounded", ub_score, (), counter[0], counter[1]))
-            dominated_by = ub_score
-            continue
-        outcomes = []
-        for mt in task.models:
-            if mt.model.name not in exact_cache:
-                times = exact_times(task, mt, counter)
-                exact_cache[mt.model.name] = {c.setting: with_times(c, times[i]) for i, c in enumerate(mt.memory)}
-            cand = _best(exact_cache[mt.model.name], task, mt, gib)
-            if cand is None:
-                outcomes.append(ModelOutcome(mt.model.name, 0.0, math.inf, 0.0, "", None))
-                continue
-            it = cand.iteration_time_s
-            flops = 3.0 * model_forward_flops_per_sequence(mt.model) * task.global_batch
-            mfu = flops / (it * cand.plan.devices * task.accelerator.peak_matrix_flops)
-            outcomes.append(ModelOutcome(mt.model.name, task.global_batch / it, it, mfu,
-                                         cand.plan.describe(), cand.plan.to_dict()))
+        carry = None
+        outcomes, exact, mems = [], True, []
+        for k, mt in enumerate(task.models):
+            threshold = task.incumbent_score * mt.reference_seq_per_s if single else 0.0
+            cand, tput, ok = model_best(task, mt, gib, threshold, times_cache[k], counter)
+            exact &= ok
+            outcomes.append(_outcome(task, mt, cand))
+            mems.append(_plan_memory_bytes(task, mt, cand, gib) if cand is not None else math.inf)
         score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
                                for o, mt in zip(outcomes, task.models)]))
+        if not exact:  # one model below its threshold: the chip cannot reach the incumbent
+            dominated_by = task.incumbent_score
+            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1]))
+            continue
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
         results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1]))
-        if score < task.incumbent_score * (1 - TIE_RTOL):
+        if status == "exact":
+            carry = (results[-1], mems)
+        if status == "exact" and score < task.incumbent_score * (1 - TIE_RTOL):
             dominated_by = score
     return results
