@@ -31,7 +31,7 @@ def test_vector_bounds_bracket_the_schedule(chips, layer, direction, tp):
         problem = build_problem(graph, chip, tier)
         s = solve(problem, time_limit_s=2.0)
         validate(problem, s)
-        assert lower[i] == pytest.approx(lower_bound_s(problem), rel=1e-9)
+        assert lower[i] <= lower_bound_s(problem) * (1 + 1e-9)
         assert lower[i] <= s.lower_bound_s * (1 + 1e-9)
         assert s.makespan_s <= upper[i] * (1 + 1e-9)
         assert s.ops[0].name == graph.ops[0].name

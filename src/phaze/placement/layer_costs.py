@@ -16,7 +16,7 @@ chip whose name starts with one of their prefixes) and "scheduled" otherwise.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from phaze.errors import ConfigError
@@ -148,30 +148,42 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     if hit is not None:
         return hit
     from phaze.workload.graphs import layer_graph
+
+    times = {}
+    for kind in LAYER_KINDS:
+        for direction in ("fwd", "bwd"):
+            g = layer_graph(model, setting, kind, direction)
+            if tm == "sequential":
+                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier)
+            else:
+                times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
+                                                             schedule_cache)
+    out = layer_costs_from_times(model, setting, times, optimizer, tm)
+    if tm == "sequential":
+        out = LayerCosts(setting=setting, time_model=tm, **{
+            kind: replace(out[kind], bwd_s=out[kind].bwd_s + _grad_accumulate_s(out[kind].grad_bytes, accelerator))
+            for kind in LAYER_KINDS})
+    _CACHE[key] = out
+    return out
+
+
+def layer_costs_from_times(model: ModelConfig, setting: TrainSetting, times: dict, optimizer: str = "adam",
+                           time_model: str = "given") -> LayerCosts:
+    """LayerCosts of ``setting`` from per-slot times {(kind, "fwd"|"bwd"): seconds} (missing: 0) and the
+    memory of each layer kind (``phaze.workload.memory``)."""
     from phaze.workload.memory import layer_memory
 
     kinds = {}
     for kind in LAYER_KINDS:
-        times = []
-        for direction in ("fwd", "bwd"):
-            g = layer_graph(model, setting, kind, direction)
-            if tm == "sequential":
-                times.append(_sequential_time_s(g, accelerator, tier))
-            else:
-                times.append(_scheduled_time_s(g, accelerator, tier, schedule_time_limit_s, schedule_cache))
         mem = layer_memory(model, setting, kind, optimizer)
-        if tm == "sequential":
-            times[1] += _grad_accumulate_s(float(mem.grad_bytes), accelerator)
         kinds[kind] = LayerCost(
-            fwd_s=times[0], bwd_s=times[1], params=int(mem.params), weight_bytes=float(mem.weight_bytes),
-            grad_bytes=float(mem.grad_bytes), optimizer_bytes=float(mem.optimizer_bytes),
-            activation_bytes=float(mem.activation_bytes), boundary_fwd_bytes=float(mem.boundary_fwd_bytes),
-            boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
+            fwd_s=float(times.get((kind, "fwd"), 0.0)), bwd_s=float(times.get((kind, "bwd"), 0.0)),
+            params=int(mem.params), weight_bytes=float(mem.weight_bytes), grad_bytes=float(mem.grad_bytes),
+            optimizer_bytes=float(mem.optimizer_bytes), activation_bytes=float(mem.activation_bytes),
+            boundary_fwd_bytes=float(mem.boundary_fwd_bytes), boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
             working_bytes=float(getattr(mem, "recompute_working_bytes", 0)),
             tied_params=int(getattr(mem, "tied_params", 0)))
-    out = LayerCosts(setting=setting, time_model=tm, **kinds)
-    _CACHE[key] = out
-    return out
+    return LayerCosts(setting=setting, time_model=time_model, **kinds)
 
 
 def model_forward_flops_per_sequence(model: ModelConfig, seq_len: int | None = None) -> float:
@@ -202,5 +214,5 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
     return s
 
 
-__all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "default_time_model", "resolve_time_model",
+__all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",
            "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS", "clear_cache"]

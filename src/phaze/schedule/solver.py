@@ -14,7 +14,7 @@ OPTIMAL_RTOL = 1e-9  # upper and lower bound this close (relative): proven optim
 
 
 def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = True, *,
-          num_workers: int = 1, random_seed: int = 0, params: dict | None = None) -> Schedule:
+          num_workers: int = 8, random_seed: int = 0, params: dict | None = None) -> Schedule:
     """Minimum-makespan schedule of one layer on one chip. Never raises on time-out: returns the best
     schedule found with a valid lower bound; ``status`` is "optimal" (proven, up to CP-SAT's tick
     rounding: within n_ops ticks of 2^-20 x the heuristic makespan), "feasible" (CP-SAT incumbent) or
@@ -31,7 +31,8 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
         status = "optimal"
     elif exact:
         res = solve_cpsat(problem, timing, max(time_limit_s - (time.perf_counter() - t0), 1e-3),
-                          num_workers=num_workers, random_seed=random_seed, params=params)
+                          num_workers=num_workers, random_seed=random_seed, params=params,
+                          target_s=lb, det_limit=time_limit_s)
         lb = max(lb, res.lower_bound_s)
         if res.timing is not None:
             status = "optimal" if res.proven else "feasible"

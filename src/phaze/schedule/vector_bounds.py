@@ -1,7 +1,7 @@
 """Bounds on a layer's optimal makespan for N chips at once (numpy over chips, a loop over ops only).
 
 lower: max(critical path with each op's fastest mode, per-resource least core-seconds / core count) --
-the same bound ``solve`` starts from.
+never above the bound ``solve`` starts from (which adds the energetic bound and safe mode fixing).
 upper: the makespan of a valid schedule: every op on all cores of its kind, ops of one kind run one after
 another in topological order, different kinds (and the network) overlap as dependencies allow.
 """

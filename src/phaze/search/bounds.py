@@ -16,32 +16,19 @@ import numpy as np
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
-from phaze.placement.layer_costs import LayerCost, LayerCosts
+from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
 from phaze.search.spec import GiB, SearchSpec
 from phaze.workload.config import ModelConfig, TrainSetting
 from phaze.workload.graphs import layer_graph
-from phaze.workload.memory import layer_memory
 
 KINDS = ("embedding", "block", "head")
 SLOTS = tuple((k, d) for k in KINDS for d in ("fwd", "bwd"))  # the 6 layer-time slots, in this order
 
 
-def memory_costs(model: ModelConfig, setting: TrainSetting, optimizer: str = "adam",
-                 times: dict | None = None) -> LayerCosts:
-    """LayerCosts of ``setting`` with the memory of each layer kind and the given times (default 0)."""
-    kinds = {}
-    for kind in KINDS:
-        mem = layer_memory(model, setting, kind, optimizer)
-        f, b = (times or {}).get((kind, "fwd"), 0.0), (times or {}).get((kind, "bwd"), 0.0)
-        kinds[kind] = LayerCost(
-            fwd_s=float(f), bwd_s=float(b), params=int(mem.params), weight_bytes=float(mem.weight_bytes),
-            grad_bytes=float(mem.grad_bytes), optimizer_bytes=float(mem.optimizer_bytes),
-            activation_bytes=float(mem.activation_bytes), boundary_fwd_bytes=float(mem.boundary_fwd_bytes),
-            boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
-            working_bytes=float(getattr(mem, "recompute_working_bytes", 0)),
-            tied_params=int(getattr(mem, "tied_params", 0)))
-    return LayerCosts(setting=setting, time_model="scheduled", **kinds)
+def memory_costs(model: ModelConfig, setting: TrainSetting, optimizer: str = "adam") -> LayerCosts:
+    """LayerCosts of ``setting`` with the memory of each layer kind and zero times."""
+    return layer_costs_from_times(model, setting, {}, optimizer, "scheduled")
 
 
 def with_times(c: LayerCosts, times: np.ndarray) -> LayerCosts:

@@ -69,6 +69,7 @@ class ChipResult:
     outcomes: tuple[ModelOutcome, ...]
     schedules_solved: int
     schedules_not_optimal: int
+    bound_only: bool = False  # bounded by the lower-bound layer times alone (no exact time was needed)
 
 
 def _device(acc: Accelerator, gib: int) -> DeviceSpec:
@@ -117,25 +118,27 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
                counter: list[int]):
     """The best plan of one model on this chip with ``gib`` of HBM, scheduling layers exactly only for the
     settings whose plan under lower-bound layer times can reach ``threshold_seq_per_s`` (0: all settings).
-    Returns (candidate or None, throughput, exact): exact is False when the chip provably stays below the
-    threshold (its throughput is then only known to be lower)."""
+    Returns (candidate or None, throughput, exact, probed): exact is False when the chip provably stays
+    below the threshold (its throughput is then only known to be lower); probed counts the settings that
+    needed exact layer times."""
     B = task.global_batch
     cutoff = B / threshold_seq_per_s * (1 + TIE_RTOL) if threshold_seq_per_s > 0 else math.inf
     ub = []
     for i, c in enumerate(mt.memory):
         cand = _best({c.setting: with_times(c, mt.lower_s[i])}, task, mt, gib, cutoff)
         ub.append(B / cand.iteration_time_s if cand else 0.0)  # 0: nothing fits, or cut off
-    best, best_tput = None, 0.0
+    best, best_tput, probed = None, 0.0, 0
     for i in sorted(range(len(ub)), key=lambda i: (-ub[i], i)):
         if ub[i] <= 0 or ub[i] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
             break
+        probed += 1
         if i not in times_cache:
             times_cache[i] = setting_exact_times(task, mt, i, counter)
         c = mt.memory[i]
         cand = _best({c.setting: with_times(c, times_cache[i])}, task, mt, gib)
         if cand is not None and B / cand.iteration_time_s > best_tput:
             best, best_tput = cand, B / cand.iteration_time_s
-    return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL)
+    return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL), probed
 
 
 def _plan_memory_bytes(task: ChipTask, mt: ModelTask, cand, gib: int) -> float:
@@ -166,10 +169,12 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     results = []
     single = len(task.models) == 1
     dominated_by: float | None = None
+    bound_only = False
     carry = None  # (result, per-model peak memory of its plans) at the previous, larger HBM
     for gib in sorted(task.hbm_gib, reverse=True):
         if dominated_by is not None:
-            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1]))
+            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
+                                      bound_only))
             continue
         if carry is not None and all(mem <= gib * GiB for mem in carry[1]):
             # the larger HBM's best plans fit this one too, and a smaller HBM cannot do better
@@ -177,18 +182,20 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
                                    schedules_not_optimal=counter[1]))
             continue
         carry = None
-        outcomes, exact, mems = [], True, []
+        outcomes, exact, mems, probed = [], True, [], 0
         for k, mt in enumerate(task.models):
             threshold = task.incumbent_score * mt.reference_seq_per_s if single else 0.0
-            cand, tput, ok = model_best(task, mt, gib, threshold, times_cache[k], counter)
+            cand, tput, ok, n = model_best(task, mt, gib, threshold, times_cache[k], counter)
             exact &= ok
+            probed += n
             outcomes.append(_outcome(task, mt, cand))
             mems.append(_plan_memory_bytes(task, mt, cand, gib) if cand is not None else math.inf)
         score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
                                for o, mt in zip(outcomes, task.models)]))
         if not exact:  # one model below its threshold: the chip cannot reach the incumbent
-            dominated_by = task.incumbent_score
-            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1]))
+            dominated_by, bound_only = task.incumbent_score, probed == 0
+            results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
+                                      bound_only))
             continue
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
         results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1]))

@@ -152,6 +152,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         executor = make_executor(backend, workers, address)
         window = max(2, 2 * workers)
         pending: dict[cf.Future, int] = {}
+        sigs: dict[int, bytes] = {}
+        bounded_sigs: dict[bytes, float] = {}
         pos = 0
         prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
         prog.start(total)
@@ -172,6 +174,13 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                  if (c, g) not in done and ub[h, c] >= threshold())
                     if not hbms:
                         continue
+                    sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in bounds]).tobytes()
+                    if sig in bounded_sigs:  # same lower-bound layer times as a chip already bounded out
+                        results = [ChipResult(c, g, "bounded", bounded_sigs[sig], (), 0, 0) for g in hbms]
+                        store.add(results, {c: _chip_fields(cands, c)})
+                        done.update({(c, g): r for g, r in zip(hbms, results)})
+                        continue
+                    sigs[c] = sig
                     task = ChipTask(c, replace(cands.arch.accelerator(c), name=f"cand{c}"), hbms,
                                     tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r)
                                           for b, r in zip(bounds, ref_tput)),
@@ -186,6 +195,10 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                     results = f.result()
                     counters["chips_evaluated_this_run"] += 1
                     store.add(results, {c: _chip_fields(cands, c)})
+                    if results and all(r.bound_only for r in results):
+                        # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so
+                        # neither can any chip with the same lower bounds (the incumbent only grows).
+                        bounded_sigs[sigs[c]] = max(r.score for r in results)
                     for r in results:
                         done[(r.index, r.hbm_gib)] = r
                         counters["schedules_solved"] += r.schedules_solved
