@@ -27,6 +27,7 @@ def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
 
 def make_setting(model: ModelConfig, mbs: int = 1, seq: int | None = None, tp: int = 1,
                  sequence_parallel: bool = False, recompute: str = "none") -> TrainSetting:
+    check_positive(mbs=mbs, seq=seq, tp=tp)
     setting = TrainSetting(microbatch_size=mbs, seq_len=seq if seq is not None else model.seq_len, tp=tp,
                            sequence_parallel=sequence_parallel, recompute=recompute)
     setting.check_model(model)

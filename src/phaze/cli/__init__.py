@@ -7,6 +7,13 @@ import sys
 from phaze.errors import PhazeError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line on stderr (with a pointer to --help) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _int_list(text: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(x) for x in text.split(",") if x.strip())
@@ -32,8 +39,8 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from phaze.cli import commands as c
 
-    ap = argparse.ArgumentParser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
-    sub = ap.add_subparsers(dest="command", required=True)
+    ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
+    sub = ap.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("models", help="list the model zoo")
     p.set_defaults(func=c.cmd_models)

@@ -75,11 +75,51 @@ ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, A100_80G
 
 
 def get_accelerator(name: str) -> Accelerator:
-    """A preset chip by name; unknown names raise ConfigError listing the presets."""
+    """A preset chip by name, or a YAML/JSON file with the fields of ``Accelerator``; unknown names raise
+    ConfigError listing the presets."""
+    if isinstance(name, str) and name.lower().endswith((".yaml", ".yml", ".json")):
+        return load_accelerator_file(name)
     try:
         return ACCELERATORS[name]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown accelerator {name!r}; choose one of: {', '.join(ACCELERATORS)}") from None
+        raise ConfigError(f"unknown accelerator {name!r}; choose one of: {', '.join(ACCELERATORS)} "
+                          f"(or pass a .yaml/.json file)") from None
+
+
+def load_accelerator_file(path: str) -> Accelerator:
+    """An Accelerator from a YAML/JSON mapping of its fields (name defaults to the file name)."""
+    import dataclasses
+    from pathlib import Path
+
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text())
+    except OSError as err:
+        raise ConfigError(f"cannot read accelerator file {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
+    fields = {f.name: f for f in dataclasses.fields(Accelerator)}
+    unknown = sorted(set(data) - set(fields))
+    if unknown:
+        raise ConfigError(f"accelerator file {path}: unknown field '{unknown[0]}'; allowed: {', '.join(fields)}")
+    data.setdefault("name", p.stem)
+    missing = [f for f, fd in fields.items() if f not in data and fd.default is dataclasses.MISSING]
+    if missing:
+        raise ConfigError(f"accelerator file {path}: missing field '{missing[0]}'")
+    for k in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency",
+              "op_overhead_s"):
+        if k in data and isinstance(data[k], int) and not isinstance(data[k], bool):
+            data[k] = float(data[k])
+    try:
+        return Accelerator(**data)
+    except ConfigError as err:
+        raise ConfigError(f"accelerator file {path}: {err}") from None
+    except TypeError as err:
+        raise ConfigError(f"accelerator file {path}: {err}") from None
 
 
 # ---- Networks ----------------------------------------------------------------------------------------

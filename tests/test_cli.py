@@ -1,0 +1,119 @@
+"""The `phaze` command end to end (in-process): JSON shapes, figures, and one-line errors with exit 2."""
+import json
+
+import pytest
+
+from phaze.cli import main
+
+
+def run(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse usage errors
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def run_json(capsys, *argv):
+    code, out, err = run(capsys, *argv, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_models_lists_the_zoo(capsys):
+    data = run_json(capsys, "models")
+    names = {m["name"]: m for m in data}
+    assert {"bert-large", "gpt3-175b", "llama2-7b", "megatron-22b", "llama3-70b"} <= set(names)
+    assert names["gpt3-175b"]["params"] == pytest.approx(174.6e9, rel=5e-3)
+
+
+def test_show_model_params_and_flops(capsys):
+    d = run_json(capsys, "show-model", "llama2-7b")
+    assert d["params"] == pytest.approx(6.74e9, rel=1e-2)
+    # training FLOPs per token ~ 6 N + attention: between 6N and 8N for a 4k-token Llama-2-7B
+    assert 6 * d["params"] < d["train_flops_per_token"] < 8 * d["params"]
+
+
+def test_arch_reports_the_paper_space(capsys):
+    d = run_json(capsys, "arch")
+    assert (d["candidates"], d["tc_configs"], d["vc_configs"]) == (29360, 4186, 697)
+    assert d["budget_mm2"] == pytest.approx(278.83, abs=0.01)
+    tpu = next(p for p in d["presets"] if p["name"] == "tpuv4-like")
+    assert tpu["area_mm2"] == pytest.approx(278.83, abs=0.01)
+
+
+def test_schedule_json_shape_and_validity(capsys):
+    d = run_json(capsys, "schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--layer", "block")
+    assert [(r["layer"], r["direction"]) for r in d] == [("block", "fwd"), ("block", "bwd")]
+    for r in d:
+        assert r["lower_bound_s"] <= r["makespan_s"] * (1 + 1e-9)
+        assert max(o["end_s"] for o in r["ops"]) == pytest.approx(r["makespan_s"])
+        assert all(o["cores"] and all(c[:2] in ("tc", "vc", "ne") for c in o["cores"]) for o in r["ops"])
+
+
+def test_plan_beats_or_matches_its_baselines(capsys):
+    d = run_json(capsys, "plan", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "64",
+                 "--global-batch", "512", "--mbs", "1,2,4")
+    best = d["best"]
+    assert best["tp"] * best["pp"] * best["dp"] <= 64 and best["fits"]
+    assert best["memory_bytes_per_device"] <= best["memory_capacity_bytes"]
+    for b in d["baselines"]:
+        if b["fits"]:
+            assert best["iteration_time_s"] <= b["iteration_time_s"] * (1 + 1e-9)
+    assert best["throughput_seq_per_s"] == pytest.approx(512 / best["iteration_time_s"])
+
+
+def test_evaluate_one_plan(capsys):
+    d = run_json(capsys, "evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "64",
+                 "--global-batch", "64", "--tp", "8", "--pp", "8", "--dp", "1", "--mbs", "1", "--interleave", "3",
+                 "--recompute", "full")
+    assert d["iteration_time_s"] == pytest.approx(18.13, rel=0.06)  # Korthikanti et al. 2022, Table 5
+    assert 0 < d["mfu"] < 1
+
+
+def test_validate_json_meets_the_error_goal(capsys):
+    d = run_json(capsys, "validate")
+    assert d["time_mean_abs_pct"] <= 3.0 and d["time_max_abs_pct"] <= 6.0
+    assert d["memory_max_abs_pct"] <= 3.0
+
+
+@pytest.mark.parametrize("argv", [
+    ("show-model", "no-such-model"),
+    ("show-model", "gpt3-175b", "--tp", "5"),
+    ("show-model", "gpt3-175b", "--mbs", "0"),
+    ("estimate", "--model", "bert-large", "--accelerator", "no-such-chip"),
+    ("schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--time-limit", "0"),
+    ("schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--layer", "nope"),
+    ("plan", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "8"),
+    ("plan", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "128", "--global-batch", "64",
+     "--cluster", "dgx-a100:64"),
+    ("evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "8",
+     "--tp", "8", "--pp", "2", "--dp", "1", "--mbs", "1"),
+    ("results", "show", "--store", "/nonexistent/phaze.db"),
+    ("arch", "--budget-mm2", "-5"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1 and "error" in err
+    assert "Traceback" not in err
+
+
+def test_bad_model_file_names_the_field(capsys, tmp_path):
+    f = tmp_path / "m.yaml"
+    f.write_text("name: x\nnum_layers: 2\nhidden: -4\nheads: 2\nffn: 8\nvocab: 10\nseq_len: 4\n")
+    code, out, err = run(capsys, "show-model", str(f))
+    assert code == 2 and "hidden" in err and len(err.strip().splitlines()) == 1
+    f.write_text("name: [unclosed\n")
+    code, out, err = run(capsys, "show-model", str(f))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+
+
+def test_chip_with_zero_cores_is_refused(capsys, tmp_path):
+    f = tmp_path / "chip.yaml"
+    f.write_text("num_tc: 0\ntc_rows: 128\ntc_cols: 128\nnum_vc: 2\nvc_width: 128\nglb_bytes: 134217728\n"
+                 "hbm_bytes: 34359738368\nhbm_bandwidth_Bps: 1.2e12\nfreq_hz: 1.0e9\n")
+    code, out, err = run(capsys, "schedule", "--model", "bert-large", "--accelerator", str(f))
+    assert code == 2 and "num_tc" in err and len(err.strip().splitlines()) == 1
+
