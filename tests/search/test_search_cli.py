@@ -1,0 +1,96 @@
+"""`phaze search` / `phaze results` end to end on a tiny space and model given as files."""
+import csv
+import io
+import json
+
+import pytest
+
+from phaze.cli import main
+from phaze.search.executor import InlineExecutor, make_executor
+from phaze.errors import PhazeError
+
+MODEL = """name: tiny
+num_layers: 4
+hidden: 256
+heads: 4
+ffn: 1024
+vocab: 2000
+seq_len: 128
+max_tp: 2
+"""
+SPACE = """num_tc: [1, 4, 16]
+num_vc: [1, 4]
+tc_widths: [16, 64]
+tc_depths: [16, 64]
+glb_mib: [2, 32]
+"""
+
+
+def run(capsys, *argv):
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def files(tmp_path):
+    (tmp_path / "m.yaml").write_text(MODEL)
+    (tmp_path / "s.yaml").write_text(SPACE)
+    return tmp_path
+
+
+def search_args(d, *extra):
+    return ("search", "--model", str(d / "m.yaml"), "--space", str(d / "s.yaml"), "--devices", "16",
+            "--global-batch", "32", "--mbs", "1,2", "--hbm-gib", "1,2", "--store", str(d / "r.db"),
+            "--workers", "1", *extra)
+
+
+def test_search_json_then_results(capsys, files):
+    code, out, err = run(capsys, *search_args(files, "--json"))
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["counts"]["candidates"] == res["counts"]["chips"] * 2
+    assert sum(res["counts"][k] for k in ("exact", "bounded", "pruned", "infeasible")) == res["counts"]["candidates"]
+    best = res["best"]
+    assert best["area_mm2"] <= 278.83  # the default budget: the TPUv4-like chip
+    assert best["outcomes"][0]["plan_json"]["tp"] * best["outcomes"][0]["plan_json"]["pp"] * \
+        best["outcomes"][0]["plan_json"]["dp"] <= 16
+    code, out, err = run(capsys, "results", "show", "--store", str(files / "r.db"), "--top", "3", "--json")
+    rows = json.loads(out)
+    assert code == 0 and rows[0]["chip"] == best["chip"] and rows[0]["score"] == pytest.approx(best["score"])
+    code, out, err = run(capsys, "results", "export", "--store", str(files / "r.db"), "--format", "csv")
+    table = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0 and int(table[0]["chip"]) == best["chip"] and "tiny_seq_per_s" in table[0]
+    # the same store again without --resume is refused; with other parameters it is refused too
+    code, out, err = run(capsys, *search_args(files))
+    assert code == 2 and "already exists" in err
+    code, out, err = run(capsys, *search_args(files, "--resume", "--global-batch", "64"))
+    assert code == 2 and "global_batch" in err and len(err.strip().splitlines()) == 1
+
+
+def test_search_bad_inputs(capsys, files):
+    (files / "bad.yaml").write_text("num_tc: [0]\n")
+    args = list(search_args(files))
+    args[args.index("--space") + 1] = str(files / "bad.yaml")
+    code, out, err = run(capsys, *args)
+    assert code == 2 and "num_tc" in err
+    code, out, err = run(capsys, *search_args(files, "--workers", "0"))
+    assert code == 2 and "workers" in err
+
+
+def test_executors():
+    ex = InlineExecutor()
+    assert ex.submit(pow, 2, 10).result() == 1024
+    with pytest.raises(ZeroDivisionError):
+        ex.submit(lambda: 1 / 0).result()
+    with pytest.raises(PhazeError):
+        make_executor("local", 0)
+
+
+def test_ray_backend_runs_tasks():
+    pytest.importorskip("ray")
+    ex = make_executor("ray", 1)
+    assert ex.submit(pow, 3, 3).result(timeout=120) == 27
