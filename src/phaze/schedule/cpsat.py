@@ -8,8 +8,9 @@ durations (never later than the tick schedule). Rounding each of at most n ops u
 most n ticks, so ``bound_ticks - n`` ticks is a valid real-time lower bound.
 
 Search: ``num_workers`` subsolvers (LNS, LP-based, core-based ...) interleaved on ONE thread
-(``interleave_search``), stopped by a deterministic-time budget, so same inputs give the same answer; a
-wall-clock limit stays as a safety net. Every solution found is re-timed in real time; the search stops as
+(``interleave_search``: the sequence of solutions is deterministic). A deterministic-time budget is set,
+but CP-SAT 9.x does not enforce it in interleaved mode (measured), so the wall-clock limit still ends
+unproven searches: those (status "feasible") can differ between runs; proven results do not. Every solution found is re-timed in real time; the search stops as
 soon as one meets ``target_s`` (a valid real-time lower bound): it is then optimal.
 """
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _ticks(d: float, tick_s: float) -> int:
 
 
 # CP-SAT deterministic-time units per wall second, measured on these models on the benchmark machine
-# (0.09-0.29 on long runs); set below that range so that the deterministic budget, not the wall clock, ends the search.
+# (0.09-0.55); meant to end the search before the wall clock (not enforced with interleave_search yet).
 DET_PER_S = 0.06
 OPTIMAL_RTOL = 1e-9
 

@@ -18,7 +18,8 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     """Minimum-makespan schedule of one layer on one chip. Never raises on time-out: returns the best
     schedule found with a valid lower bound; ``status`` is "optimal" (proven, up to CP-SAT's tick
     rounding: within n_ops ticks of 2^-20 x the heuristic makespan), "feasible" (CP-SAT incumbent) or
-    "heuristic" (list scheduling only)."""
+    "heuristic" (list scheduling only). Ops that can never contend are first fixed to their fastest mode
+    (``reduce.isolated_fastest``, optimum unchanged); ``num_workers`` CP-SAT subsolvers share one thread."""
     if not time_limit_s > 0:
         raise ConfigError(f"schedule: time limit must be positive seconds, got {time_limit_s!r}")
     t0 = time.perf_counter()
