@@ -86,19 +86,27 @@ def heuristic_timing(problem: ScheduleProblem) -> Timing:
 
 def assign_cores(problem: ScheduleProblem, timing: Timing) -> list[tuple[int, ...]]:
     """Concrete core indices per op: in order of start, take the earliest-free cores. Possible whenever
-    the cumulative capacity holds, since cores need not be contiguous."""
-    heaps = {kind: [(float("-inf"), c) for c in range(problem.capacity(kind))] for kind in ("tc", "vc", "net")}
+    the cumulative capacity holds, since cores need not be contiguous. Cores freed at the same time are
+    kept together in one bucket, so the cost grows with the number of ops, not of cores."""
+    heaps = {kind: [(float("-inf"), -1, list(range(problem.capacity(kind))))] for kind in ("tc", "vc", "net")}
     out: list[tuple[int, ...]] = [()] * len(problem.ops)
     for i in sorted(range(len(problem.ops)), key=lambda i: (timing.starts[i], timing.ends[i], i)):
         op = problem.ops[i]
         k = op.modes[timing.modes[i]][0]
         h = heaps[op.kind]
-        got = [heapq.heappop(h) for _ in range(k)]
-        if any(free > timing.starts[i] for free, _ in got):
-            raise AssertionError(f"op {op.name!r}: fewer than {k} free {op.kind} cores at its start")
-        for _, c in got:
-            heapq.heappush(h, (timing.ends[i], c))
-        out[i] = tuple(sorted(c for _, c in got))
+        got: list[int] = []
+        while len(got) < k:
+            if not h:
+                raise AssertionError(f"op {op.name!r}: fewer than {k} {op.kind} cores exist")
+            free, seq, cores = heapq.heappop(h)
+            if free > timing.starts[i]:
+                raise AssertionError(f"op {op.name!r}: fewer than {k} free {op.kind} cores at its start")
+            take = k - len(got)
+            got.extend(cores[:take])
+            if len(cores) > take:
+                heapq.heappush(h, (free, seq, cores[take:]))
+        heapq.heappush(h, (timing.ends[i], i, got))
+        out[i] = tuple(sorted(got))
     return out
 
 
