@@ -98,19 +98,23 @@ def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_
                                 cutoff_s=cutoff_s)
 
 
-def setting_exact_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int]) -> np.ndarray:
-    """[slot] optimal layer times of setting ``i`` on this chip: the bound where lower == upper, else CP-SAT."""
-    out = mt.upper_s[i].copy()
+def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exact: bool) -> np.ndarray:
+    """[slot] layer times of setting ``i`` on this chip where the vectorized bounds differ: exact=False gives
+    the per-layer solver's (stronger) lower bound without CP-SAT; exact=True the optimal makespans."""
+    out = (mt.upper_s if exact else mt.lower_s)[i].copy()
     s = mt.memory[i].setting
     tier = task.cluster.tier_for_group(s.tp) if s.tp > 1 else None
     for j, (kind, direction) in enumerate(SLOTS):
         if mt.upper_s[i, j] <= mt.lower_s[i, j] * (1 + TIGHT_RTOL):
             continue
         problem = build_problem(layer_graph(mt.model, s, kind, direction), task.accelerator, tier)
-        sched = solve_cached(problem, _CACHE, task.schedule_time_limit_s)
-        counter[0] += 1
-        counter[1] += sched.status != "optimal"
-        out[j] = sched.makespan_s
+        sched = solve_cached(problem, _CACHE, task.schedule_time_limit_s, exact=exact)
+        if exact:
+            counter[0] += 1
+            counter[1] += sched.status != "optimal"
+            out[j] = sched.makespan_s
+        else:
+            out[j] = max(out[j], sched.lower_bound_s)
     return out
 
 
@@ -132,9 +136,14 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
         if ub[i] <= 0 or ub[i] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
             break
         probed += 1
-        if i not in times_cache:
-            times_cache[i] = setting_exact_times(task, mt, i, counter)
         c = mt.memory[i]
+        if i not in times_cache:
+            if threshold_seq_per_s > 0 or best_tput > 0:  # a sharper bound may settle it without CP-SAT
+                lb = setting_times(task, mt, i, counter, exact=False)
+                cut = B / max(threshold_seq_per_s, best_tput) * (1 + TIE_RTOL)
+                if _best({c.setting: with_times(c, lb)}, task, mt, gib, cut) is None:
+                    continue
+            times_cache[i] = setting_times(task, mt, i, counter, exact=True)
         cand = _best({c.setting: with_times(c, times_cache[i])}, task, mt, gib)
         if cand is not None and B / cand.iteration_time_s > best_tput:
             best, best_tput = cand, B / cand.iteration_time_s
