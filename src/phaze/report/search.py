@@ -45,7 +45,7 @@ def search_tables(res) -> list:
                      f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x"))
         paper = ref["paper_seq_per_s"]
         rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
-                     ref["paper_plan"] if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
+                     ref["paper_plan"] + " (balanced stages)" if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
                      f"{paper:.2f}" if paper else "-", f"{paper / ref['area_mm2']:.3f}" if paper else "-",
                      f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-"))
     out.append(table(f"best chip: {chip_text(b)}, {b['area_mm2']:.2f} mm^2, HBM {b['hbm_gib']} GiB "

@@ -49,7 +49,12 @@ class ModelBounds:
     memory: tuple[LayerCosts, ...]
     lower_s: np.ndarray
     upper_s: np.ndarray
-    throughput_ub: np.ndarray  # [hbm, chip]: sequences/s no plan of this chip can beat
+    setting_ub: np.ndarray  # [setting, hbm, chip]: sequences/s no plan of this setting on this chip can beat
+
+    @property
+    def throughput_ub(self) -> np.ndarray:
+        """[hbm, chip]: sequences/s no plan of this chip can beat."""
+        return self.setting_ub.max(axis=0)
 
 
 def _bound_lines(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
@@ -130,7 +135,7 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
     counts = np.array([1, 1, model.num_layers, model.num_layers, 1, 1], dtype=float)
     S = np.einsum("j,ijn->in", counts, lower)  # [setting, chip] compute per microbatch at the lower bounds
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
-    tput = np.zeros((len(spec.hbm_gib), n))
+    tput = np.zeros((len(settings), len(spec.hbm_gib), n))
     for h, gib in enumerate(spec.hbm_gib):
         for i, c in enumerate(mem):
             r = _bound_lines(c, model, spec, cluster, gib * GiB, hbm_Bps)
@@ -138,5 +143,5 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
                 continue
             Si = S[i][None, :]
             it = np.min(np.maximum(r[:, :1] * Si + r[:, 1:2], r[:, 2:3] * Si + r[:, 3:4]), axis=0)
-            tput[h] = np.maximum(tput[h], spec.global_batch / it)
+            tput[i, h] = spec.global_batch / it
     return ModelBounds(model, settings, tuple(mem), lower, upper, tput)

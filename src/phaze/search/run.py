@@ -113,7 +113,7 @@ def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 5.0) -> SearchResult:
+               schedule_time_limit_s: float = 1.0) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes."""
     t0 = time.perf_counter()
     store = Store.open(store_path, spec.fingerprint(), resume)
@@ -182,7 +182,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                         continue
                     sigs[c] = sig
                     task = ChipTask(c, replace(cands.arch.accelerator(c), name=f"cand{c}"), hbms,
-                                    tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r)
+                                    tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
+                                                    {g: tuple(b.setting_ub[:, h, c]) for h, g in enumerate(spec.hbm_gib)})
                                           for b, r in zip(bounds, ref_tput)),
                                     cluster, spec.global_batch, spec.devices,
                                     incumbent if prune else 0.0, schedule_time_limit_s)
