@@ -57,17 +57,49 @@ class ModelBounds:
         return self.setting_ub.max(axis=0)
 
 
-def _bound_lines(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
-                 hbm_Bps: float) -> np.ndarray:
-    """Rows (a1, c1, a2, c2): iteration >= max(a1*S + c1, a2*S + c2) for one feasible (d, p) of a setting,
-    where S is the per-microbatch compute of the whole layer sequence on one device.
+def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int) -> np.ndarray:
+    """Least possible max stage compute time over every split of embedding (e), L blocks (b each) and head
+    (h) into p contiguous stages, ignoring memory (so a lower bound on max_i T_i), for many chips at once.
+    Stage 0 holds the embedding, stage p-1 the head; at bound U they take floor((U-e)/b), floor((U-h)/b)
+    and floor(U/b) blocks each. The least feasible U is a breakpoint k*b + c, c in {0, e, h}: for each c a
+    binary search on k (the count is monotone in U)."""
+    if p == 1:
+        return e + L * b + h
+    floor_u = np.maximum(e, h)
+    k_hi = L + np.ceil(floor_u / b) + 1
 
-    Placement's 1F1B time is sum_i T_i + (m-1) max_i T_i + max_i R_i, R_i = max(0, sync_i - bwd_i) + opt_i.
-    With sum T >= S' (compute plus the least p2p sends) and max T >= S'/p: line 1 drops R_i but the
-    optimizer step of the stage with the most parameters (>= 1/p of the total). Line 2 (m >= 2) takes that
-    stage's gradient sync as exposed except for one backward, which max T already covers:
-    iteration >= S' + (m-2) S'/p + sync(G/p) + opt/p (m = 1: >= sync(G/p) + opt/p).
-    Dominated rows are dropped."""
+    def blocks(x):  # floor, forgiving rounding at the breakpoints themselves (errs low: the bound stays valid)
+        return np.floor(x + 1e-9)
+
+    def fits(U):
+        return (blocks((U - e) / b) + blocks((U - h) / b) + (p - 2) * blocks(U / b) >= L) & (U >= floor_u * (1 - 1e-12))
+
+    best = np.full_like(b, np.inf)
+    for c in (np.zeros_like(b), e, h):
+        lo, hi = np.zeros_like(b), k_hi.copy()  # invariant: fits(hi*b + c), not fits((lo-1)*b + c)
+        while np.any(lo < hi):
+            mid = np.floor((lo + hi) / 2)
+            ok = fits(mid * b + c)
+            hi = np.where(ok & (lo < hi), mid, hi)
+            lo = np.where(~ok & (lo < hi), mid + 1, lo)
+        best = np.minimum(best, hi * b + c)
+    return best
+
+
+@dataclass(frozen=True)
+class _Row:
+    """One feasible (d, p) of a setting: its microbatch count and the chip-independent terms."""
+
+    p: int
+    m: int
+    send_s: float  # least p2p time a microbatch adds to sum T (over p - 1 boundaries)
+    opt_s: float  # optimizer step of the stage with the most parameters (>= 1/p of them)
+    sync_s: float | None  # gradient sync of >= 1/p of the gradients (None: d = 1)
+
+
+def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
+                hbm_Bps: float) -> list[_Row]:
+    """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
     E, Bk, H = c.embedding, c.block, c.head
@@ -83,36 +115,35 @@ def _bound_lines(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: C
             continue
         if t * d > N:
             break
-        m = B // (mbs * d)
         tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t)
         pf = min(float(st.send_s(c, Bk.boundary_fwd_bytes, tier, tt)), float(st.send_s(c, E.boundary_fwd_bytes, tier, tt)))
         pb = min(float(st.send_s(c, Bk.boundary_bwd_bytes, tier, tt)), float(st.send_s(c, H.boundary_bwd_bytes, tier, tt)))
         for p in range(1, min(L + 2, N // (t * d)) + 1):
-            need = (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p
-            if need > cap_bytes:
+            if (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p > cap_bytes:
                 continue
-            send = (p - 1) * (pf + pb)
-            opt = traffic / p / hbm_Bps
-            a1 = 1.0 + (m - 1.0) / p
-            row = [a1, send * a1 + opt, a1, send * a1 + opt]
+            sync = None
             if d > 1:
-                topo = st.Topology.of(cluster, t, d, p)
-                sync = float(st.dp_sync_s(grads / p, 0.0, topo, False))
-                if m >= 2:
-                    a2 = 1.0 + (m - 2.0) / p
-                    row[2:] = [a2, send * a2 + sync + opt]
-                else:  # m = 1: sum T - max T >= 0 is all that is known
-                    row[2:] = [0.0, sync + opt]
-            rows.append(row)
-    if not rows:
-        return np.zeros((0, 4))
-    r = np.asarray(rows)
-    dominated = np.zeros(len(r), dtype=bool)
-    for i in range(len(r)):  # a row is useless if another is no larger in all four coefficients
-        le = np.all(r <= r[i], axis=1)
-        le[i] = False
-        dominated[i] = bool(np.any(le & np.any(r < r[i], axis=1))) or bool(np.any(np.all(r == r[i], axis=1)[:i]))
-    return r[~dominated]
+                sync = float(st.dp_sync_s(grads / p, 0.0, st.Topology.of(cluster, t, d, p), False))
+            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync))
+    return rows
+
+
+def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.ndarray]) -> np.ndarray:
+    """Least 1F1B iteration time any plan of these rows can reach, per chip.
+
+    Placement's time is sum_i T_i + (m-1) max_i T_i + max_i R_i, R_i = max(0, sync_i - bwd_i) + opt_i. With
+    sum T >= S' = S + sends and max T >= M = max(S'/p, U*_p) (``min_bottleneck_s``): iteration >=
+    S' + (m-1) M + opt; and, charging the most-parameter stage's sync except for one backward (which one
+    max T covers), iteration >= S' + (m-2) M + sync + opt (m = 1: >= sync + opt)."""
+    best = np.full_like(S, np.inf)
+    for r in rows:
+        Sp = S + r.send_s
+        M = np.maximum(Sp / r.p, U[r.p])
+        it = Sp + (r.m - 1) * M + r.opt_s
+        if r.sync_s is not None:
+            it = np.maximum(it, (Sp + (r.m - 2) * M if r.m >= 2 else 0.0) + r.sync_s + r.opt_s)
+        best = np.minimum(best, it)
+    return best
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
@@ -132,16 +163,19 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
         mem.append(memory_costs(model, s, spec.optimizer))
         if progress:
             progress(i + 1, len(settings))
-    counts = np.array([1, 1, model.num_layers, model.num_layers, 1, 1], dtype=float)
-    S = np.einsum("j,ijn->in", counts, lower)  # [setting, chip] compute per microbatch at the lower bounds
+    L = model.num_layers
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
     tput = np.zeros((len(settings), len(spec.hbm_gib), n))
-    for h, gib in enumerate(spec.hbm_gib):
-        for i, c in enumerate(mem):
-            r = _bound_lines(c, model, spec, cluster, gib * GiB, hbm_Bps)
-            if len(r) == 0:
+    for i, c in enumerate(mem):
+        e, b, h = lower[i, 0] + lower[i, 1], lower[i, 2] + lower[i, 3], lower[i, 4] + lower[i, 5]
+        S = e + L * b + h  # compute per microbatch at the lower bounds
+        U: dict[int, np.ndarray] = {}
+        for hh, gib in enumerate(spec.hbm_gib):
+            rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
+            if not rows:
                 continue
-            Si = S[i][None, :]
-            it = np.min(np.maximum(r[:, :1] * Si + r[:, 1:2], r[:, 2:3] * Si + r[:, 3:4]), axis=0)
-            tput[i, h] = spec.global_batch / it
+            for r in rows:
+                if r.p not in U:
+                    U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
+            tput[i, hh] = spec.global_batch / iteration_lower_bound_s(rows, S, U)
     return ModelBounds(model, settings, tuple(mem), lower, upper, tput)
