@@ -111,6 +111,110 @@ def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
     return (-a.score, area[a.index], a.hbm_gib, a.index) < (-b.score, area[b.index], b.hbm_gib, b.index)
 
 
+class _BranchAndBound:
+    """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
+
+    def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
+                 cluster, done: dict, prune: bool, schedule_time_limit_s: float) -> None:
+        self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
+        self.prune, self.limit_s = prune, schedule_time_limit_s
+        # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
+        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
+        self.chip_ub = self.ub.max(axis=0)
+        self.order = np.lexsort((np.arange(len(cands)), -self.chip_ub))
+        self.sorted_ub = self.chip_ub[self.order]
+        self.pos = 0
+        self.done = done
+        self.best: ChipResult | None = None
+        self.n_exact = 0
+        for r in done.values():
+            self._consider(r)
+        self.sigs: dict[int, bytes] = {}
+        self.bounded_sigs: dict[bytes, float] = {}
+        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
+
+    @property
+    def incumbent(self) -> float:
+        return self.best.score if self.best else 0.0
+
+    def threshold(self) -> float:
+        return self.incumbent * (1 - TIE_RTOL) if self.prune else -np.inf
+
+    def _consider(self, r: ChipResult) -> None:
+        self.n_exact += r.status == "exact"
+        if r.status == "exact" and _better(r, self.best, self.cands.area_mm2):
+            self.best = r
+
+    def next_task(self, store: Store) -> ChipTask | None:
+        """The next chip worth an exact evaluation (None when every remaining chip is pruned). Chips whose
+        lower-bound layer times equal an already bounded chip's are recorded as bounded on the way."""
+        while self.pos < len(self.order):
+            c = int(self.order[self.pos])
+            if self.chip_ub[c] < self.threshold():
+                self.pos = len(self.order)  # sorted: every remaining chip is pruned
+                return None
+            self.pos += 1
+            hbms = tuple(g for h, g in enumerate(self.spec.hbm_gib)
+                         if (c, g) not in self.done and self.ub[h, c] >= self.threshold())
+            if not hbms:
+                continue
+            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
+            if sig in self.bounded_sigs:
+                results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
+                store.add(results, {c: _chip_fields(self.cands, c)})
+                self.done.update({(c, g): r for g, r in zip(hbms, results)})
+                continue
+            self.sigs[c] = sig
+            hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
+            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
+                                     {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
+                           for b, r in zip(self.bounds, self.ref_tput))
+            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
+                            self.spec.global_batch, self.spec.devices, self.incumbent if self.prune else 0.0,
+                            self.limit_s)
+        return None
+
+    def absorb(self, c: int, results: list[ChipResult], store: Store) -> None:
+        """Commit one chip's results and update the incumbent."""
+        self.counters["chips_evaluated_this_run"] += 1
+        store.add(results, {c: _chip_fields(self.cands, c)})
+        if results and all(r.bound_only for r in results):
+            # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so neither can
+            # any chip with the same lower bounds (the incumbent only grows).
+            self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
+        for r in results:
+            self.done[(r.index, r.hbm_gib)] = r
+            self.counters["schedules_solved"] += r.schedules_solved
+            self.counters["schedules_not_optimal"] += r.schedules_not_optimal
+            self._consider(r)
+
+    def resolved(self) -> int:
+        """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""
+        n_hbm = len(self.spec.hbm_gib)
+        cut = (int(np.searchsorted(-self.sorted_ub, -self.threshold(), side="right")) if self.prune
+               else len(self.order))
+        return min(len(self.order) * n_hbm, self.pos * n_hbm + (len(self.order) - max(cut, self.pos)) * n_hbm)
+
+    def counts(self) -> dict:
+        total = len(self.cands) * len(self.spec.hbm_gib)
+        counts = {"candidates": total, "chips": len(self.cands), "hbm_sizes": len(self.spec.hbm_gib)}
+        for status in ("exact", "bounded", "infeasible"):
+            counts[status] = sum(r.status == status for r in self.done.values())
+        counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
+        counts.update(self.counters)
+        return counts
+
+
+def _pareto(rows: list[dict]) -> list[dict]:
+    """Rows no smaller-or-equal-area row beats in score."""
+    out, best = [], -np.inf
+    for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
+        if row["score"] > best:
+            out.append(row)
+            best = row["score"]
+    return out
+
+
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
                schedule_time_limit_s: float = 1.0) -> SearchResult:
@@ -123,110 +227,44 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         cands = enumerate_space(spec.space)
         if len(cands) == 0:
             raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
-        area = cands.area_mm2
         refs = store.get_meta("references")
         if refs is None:
             prog.phase("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
-        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
-        bounds: list[ModelBounds] = []
+        bounds = []
         for m in spec.models:
             prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized)")
             bounds.append(model_bounds(m, spec, cands.arch, cluster))
-        # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
-        ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
-        chip_ub = ub.max(axis=0)
-        order = np.lexsort((np.arange(len(cands)), -chip_ub))
-        sorted_ub = chip_ub[order]
-        done = store.load()
-        best: ChipResult | None = None
-        for r in done.values():
-            if r.status == "exact" and _better(r, best, area):
-                best = r
-        incumbent = best.score if best else 0.0
-        threshold = (lambda: incumbent * (1 - TIE_RTOL)) if prune else (lambda: -np.inf)
-        n_hbm = len(spec.hbm_gib)
-        total = len(cands) * n_hbm
-        counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
+        bb = _BranchAndBound(spec, cands, bounds, [r["best_seq_per_s"] or 1.0 for r in refs], cluster,
+                             store.load(), prune, schedule_time_limit_s)
         executor = make_executor(backend, workers, address)
-        window = max(2, 2 * workers)
         pending: dict[cf.Future, int] = {}
-        sigs: dict[int, bytes] = {}
-        bounded_sigs: dict[bytes, float] = {}
-        pos = 0
         prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
-        prog.start(total)
-
-        def resolved() -> int:
-            cut = int(np.searchsorted(-sorted_ub, -threshold(), side="right")) if prune else len(order)
-            return min(total, pos * n_hbm + (len(order) - max(cut, pos)) * n_hbm)
-
+        prog.start(len(cands) * len(spec.hbm_gib))
         try:
             while True:
-                while len(pending) < window and pos < len(order):
-                    c = int(order[pos])
-                    if chip_ub[c] < threshold():
-                        pos = len(order)  # sorted: every remaining chip is pruned
+                while len(pending) < max(2, 2 * workers):
+                    task = bb.next_task(store)
+                    if task is None:
                         break
-                    pos += 1
-                    hbms = tuple(g for h, g in enumerate(spec.hbm_gib)
-                                 if (c, g) not in done and ub[h, c] >= threshold())
-                    if not hbms:
-                        continue
-                    sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in bounds]).tobytes()
-                    if sig in bounded_sigs:  # same lower-bound layer times as a chip already bounded out
-                        results = [ChipResult(c, g, "bounded", bounded_sigs[sig], (), 0, 0) for g in hbms]
-                        store.add(results, {c: _chip_fields(cands, c)})
-                        done.update({(c, g): r for g, r in zip(hbms, results)})
-                        continue
-                    sigs[c] = sig
-                    task = ChipTask(c, replace(cands.arch.accelerator(c), name=f"cand{c}"), hbms,
-                                    tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
-                                                    {g: tuple(b.setting_ub[:, h, c]) for h, g in enumerate(spec.hbm_gib)})
-                                          for b, r in zip(bounds, ref_tput)),
-                                    cluster, spec.global_batch, spec.devices,
-                                    incumbent if prune else 0.0, schedule_time_limit_s)
-                    pending[executor.submit(evaluate_chip, task)] = c
+                    pending[executor.submit(evaluate_chip, task)] = task.index
                 if not pending:
                     break
                 finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
                 for f in sorted(finished, key=lambda f: pending[f]):
                     c = pending.pop(f)
-                    results = f.result()
-                    counters["chips_evaluated_this_run"] += 1
-                    store.add(results, {c: _chip_fields(cands, c)})
-                    if results and all(r.bound_only for r in results):
-                        # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so
-                        # neither can any chip with the same lower bounds (the incumbent only grows).
-                        bounded_sigs[sigs[c]] = max(r.score for r in results)
-                    for r in results:
-                        done[(r.index, r.hbm_gib)] = r
-                        counters["schedules_solved"] += r.schedules_solved
-                        counters["schedules_not_optimal"] += r.schedules_not_optimal
-                        if r.status == "exact" and _better(r, best, area):
-                            best, incumbent = r, r.score
-                prog.update(resolved(), total, incumbent, sum(r.status == "exact" for r in done.values()))
+                    bb.absorb(c, f.result(), store)
+                prog.update(bb.resolved(), len(cands) * len(spec.hbm_gib), bb.incumbent, bb.n_exact)
         except BaseException:
             for f in pending:
                 f.cancel()
             executor.shutdown(wait=False, cancel_futures=True)
             raise
         executor.shutdown(wait=True)
+        rows = store.rows(status="exact")
     finally:
         prog.stop()
-    counts = {"candidates": total, "chips": len(cands), "hbm_sizes": n_hbm,
-              "exact": sum(r.status == "exact" for r in done.values()),
-              "bounded": sum(r.status == "bounded" for r in done.values()),
-              "infeasible": sum(r.status == "infeasible" for r in done.values())}
-    counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
-    counts.update(counters)
-    rows = store.rows(status="exact")
-    store.close()
-    pareto, best_score = [], -np.inf
-    for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
-        if row["score"] > best_score:
-            pareto.append(row)
-            best_score = row["score"]
-    best_row = rows[0] if rows else None
-    return SearchResult(store_path, spec.fingerprint(), counts, best_row, refs, pareto, time.perf_counter() - t0)
+        store.close()
+    return SearchResult(store_path, spec.fingerprint(), bb.counts(), rows[0] if rows else None, refs, _pareto(rows),
+                        time.perf_counter() - t0)
