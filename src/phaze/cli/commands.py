@@ -197,13 +197,13 @@ def cmd_results(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    """The main job on a built-in default: a co-search of BERT-Large over the paper's full design space."""
+    """The main job on a built-in default: a co-search of GPT-2 XL over the paper's full design space."""
     import os
     import tempfile
 
     store = os.path.join(tempfile.mkdtemp(prefix="phaze-demo-"), "demo.db")
     if not args.json:
-        print("phaze demo: co-search of bert-large over the default space (29,360 chips x HBM 32/64/80 GiB, "
-              "1024 devices, global batch 4096, flat 4 GiB/s network) -- the paper's setting")
-    res = api.search(models=("bert-large",), store=store, workers=2, quiet=args.json)
+        print("phaze demo: co-search of gpt2-xl over the default space (29,360 chips x HBM 32/64/80 GiB, "
+              "1024 devices, global batch 4096, flat 4 GiB/s network) -- the paper's setting", flush=True)
+    res = api.search(models=("gpt2-xl",), store=store, workers=2, quiet=args.json)
     return _out(args, res, *_search_tables(res))
