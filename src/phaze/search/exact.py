@@ -71,7 +71,7 @@ class ChipResult:
     status: str  # "exact" | "bounded" (its upper bound fell below the incumbent) | "infeasible"
     score: float  # mean normalized throughput (exact), or the upper bound when bounded
     outcomes: tuple[ModelOutcome, ...]
-    schedules_solved: int
+    schedules_solved: int  # running count of this chip's exact layer schedules when this result was made
     schedules_not_optimal: int
     bound_only: bool = False  # bounded by the lower-bound layer times alone (no exact time was needed)
 

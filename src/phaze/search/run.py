@@ -184,9 +184,10 @@ class _BranchAndBound:
             self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
         for r in results:
             self.done[(r.index, r.hbm_gib)] = r
-            self.counters["schedules_solved"] += r.schedules_solved
-            self.counters["schedules_not_optimal"] += r.schedules_not_optimal
             self._consider(r)
+        # each result carries the chip's running count; the chip's total is the largest
+        self.counters["schedules_solved"] += max((r.schedules_solved for r in results), default=0)
+        self.counters["schedules_not_optimal"] += max((r.schedules_not_optimal for r in results), default=0)
 
     def resolved(self) -> int:
         """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""
