@@ -8,6 +8,7 @@ the exact times.
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -102,6 +103,12 @@ def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_
                                 cutoff_s=cutoff_s)
 
 
+@functools.lru_cache(maxsize=256)
+def _problem(model, setting, kind: str, direction: str, accelerator: Accelerator, tier):
+    """The schedule problem of one layer on one chip (built once for the bound, short and full solves)."""
+    return build_problem(layer_graph(model, setting, kind, direction), accelerator, tier)
+
+
 def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exact: bool) -> np.ndarray:
     """[slot] layer times of setting ``i`` on this chip where the vectorized bounds differ: exact=False gives
     the per-layer solver's (stronger) lower bound without CP-SAT; exact=True the optimal makespans."""
@@ -111,9 +118,9 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
     for j, (kind, direction) in enumerate(SLOTS):
         if mt.upper_s[i, j] <= mt.lower_s[i, j] * (1 + TIGHT_RTOL):
             continue
-        problem = build_problem(layer_graph(mt.model, s, kind, direction), task.accelerator, tier)
+        problem = _problem(mt.model, s, kind, direction, task.accelerator, tier)
         sched = solve_cached(problem, _CACHE, task.schedule_time_limit_s, exact=exact,
-                              num_workers=task.schedule_subsolvers)
+                             num_workers=task.schedule_subsolvers)
         if exact:
             counter[0] += 1
             counter[1] += sched.status != "optimal"
