@@ -146,36 +146,42 @@ def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.nda
     return best
 
 
-def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
-                 progress=None) -> ModelBounds:
-    """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized)."""
-    settings = spec.settings(model)
+def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, arch: ArchArrays,
+                   cluster: Cluster) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
+    """One setting on every chip: lower and upper layer times [slot, chip], the memory-only LayerCosts, and
+    the throughput upper bound [hbm, chip]. Independent per setting, so settings can run in parallel."""
     n = len(arch)
-    lower = np.zeros((len(settings), len(SLOTS), n))
-    upper = np.zeros_like(lower)
-    mem = []
-    tier = cluster.tiers[0]
-    for i, s in enumerate(settings):
-        tp_tier = cluster.tier_for_group(s.tp)
-        for j, (kind, direction) in enumerate(SLOTS):
-            lo, hi = layer_time_bounds(layer_graph(model, s, kind, direction), arch, tp_tier if s.tp > 1 else tier)
-            lower[i, j], upper[i, j] = lo, hi
-        mem.append(memory_costs(model, s, spec.optimizer))
-        if progress:
-            progress(i + 1, len(settings))
+    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
+    tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
+    for j, (kind, direction) in enumerate(SLOTS):
+        lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier)
+    c = memory_costs(model, setting, spec.optimizer)
     L = model.num_layers
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
-    tput = np.zeros((len(settings), len(spec.hbm_gib), n))
-    for i, c in enumerate(mem):
-        e, b, h = lower[i, 0] + lower[i, 1], lower[i, 2] + lower[i, 3], lower[i, 4] + lower[i, 5]
-        S = e + L * b + h  # compute per microbatch at the lower bounds
-        U: dict[int, np.ndarray] = {}
-        for hh, gib in enumerate(spec.hbm_gib):
-            rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
-            if not rows:
-                continue
-            for r in rows:
-                if r.p not in U:
-                    U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
-            tput[i, hh] = spec.global_batch / iteration_lower_bound_s(rows, S, U)
-    return ModelBounds(model, settings, tuple(mem), lower, upper, tput)
+    e, b, h = lower[0] + lower[1], lower[2] + lower[3], lower[4] + lower[5]
+    S = e + L * b + h  # compute per microbatch at the lower bounds
+    U: dict[int, np.ndarray] = {}
+    tput = np.zeros((len(spec.hbm_gib), n))
+    for hh, gib in enumerate(spec.hbm_gib):
+        rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
+        if not rows:
+            continue
+        for r in rows:
+            if r.p not in U:
+                U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
+        tput[hh] = spec.global_batch / iteration_lower_bound_s(rows, S, U)
+    return lower, upper, c, tput
+
+
+def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
+                 executor=None) -> ModelBounds:
+    """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized over chips;
+    settings spread over ``executor`` when given)."""
+    settings = spec.settings(model)
+    args = [(model, spec, s, arch, cluster) for s in settings]
+    if executor is None:
+        parts = [setting_bounds(*a) for a in args]
+    else:
+        parts = [f.result() for f in [executor.submit(setting_bounds, *a) for a in args]]
+    return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
+                       np.stack([p[1] for p in parts]), np.stack([p[3] for p in parts]))

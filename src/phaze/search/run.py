@@ -233,17 +233,17 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             prog.phase("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
-        bounds = []
-        for m in spec.models:
-            prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized)")
-            bounds.append(model_bounds(m, spec, cands.arch, cluster))
-        bb = _BranchAndBound(spec, cands, bounds, [r["best_seq_per_s"] or 1.0 for r in refs], cluster,
-                             store.load(), prune, schedule_time_limit_s)
         executor = make_executor(backend, workers, address)
         pending: dict[cf.Future, int] = {}
-        prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
-        prog.start(len(cands) * len(spec.hbm_gib))
         try:
+            bounds = []
+            for m in spec.models:
+                prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized, settings over {workers} workers)")
+                bounds.append(model_bounds(m, spec, cands.arch, cluster, executor))
+            bb = _BranchAndBound(spec, cands, bounds, [r["best_seq_per_s"] or 1.0 for r in refs], cluster,
+                                 store.load(), prune, schedule_time_limit_s)
+            prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
+            prog.start(len(cands) * len(spec.hbm_gib))
             while True:
                 while len(pending) < max(2, 2 * workers):
                     task = bb.next_task(store)
