@@ -156,11 +156,6 @@ def cmd_validate(args) -> int:
     return _out(args, r.to_dict(), t1, t2, t3)
 
 
-def _search_tables(res) -> list:
-    from phaze.report.search import search_tables
-    return search_tables(res)
-
-
 def cmd_search(args) -> int:
     res = api.search(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                      global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp,
@@ -172,7 +167,8 @@ def cmd_search(args) -> int:
         written = search_plots(res, args.plot)
         if not args.json:
             print("plots written: " + ", ".join(written))
-    return _out(args, res, *_search_tables(res))
+    from phaze.report.search import search_tables
+    return _out(args, res, *search_tables(res))
 
 
 def cmd_results(args) -> int:
@@ -206,4 +202,5 @@ def cmd_demo(args) -> int:
         print("phaze demo: co-search of gpt2-xl over the default space (29,360 chips x HBM 32/64/80 GiB, "
               "1024 devices, global batch 4096, flat 4 GiB/s network) -- the paper's setting", flush=True)
     res = api.search(models=("gpt2-xl",), store=store, workers=2, quiet=args.json)
-    return _out(args, res, *_search_tables(res))
+    from phaze.report.search import search_tables
+    return _out(args, res, *search_tables(res))
