@@ -5,7 +5,7 @@ import math
 
 from phaze.hardware.cluster import Cluster, NetworkTier
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
-from phaze.placement.layer_costs import LayerCost, LayerCosts
+from phaze.placement.layer_costs import LayerCost
 from phaze.placement.plan import Plan
 
 

@@ -8,7 +8,6 @@ waived when num_tc == 1 or num_vc == 1 -> 29,360 candidates under the TPUv4-like
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 

@@ -107,12 +107,9 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         if B % mbs:
             continue
         E, Bk, H = c.embedding, c.block, c.head
-        traffic = float(sum(n * st.optimizer_traffic_bytes(X.grad_bytes, X.optimizer_bytes, X.weight_bytes, X.params)
-                            for n, X in ((1, E), (L, Bk), (1, H))))
-        act_total = E.activation_bytes + L * Bk.activation_bytes + H.activation_bytes
-        grads_total = E.grad_bytes + L * Bk.grad_bytes + H.grad_bytes - st.tied_grad_bytes(c)
-        weights_total = E.weight_bytes + L * Bk.weight_bytes + H.weight_bytes - st.tied_static_bytes(c) * (
-            H.weight_bytes / H.static_bytes if H.static_bytes else 0.0)
+        tot = st.model_totals(c, L)
+        traffic, act_total = tot.optimizer_traffic_bytes, tot.activation_bytes
+        grads_total, weights_total = tot.sync_grad_bytes, tot.sync_weight_bytes
         for d in _divisors(B // mbs):
             if t * d > N:
                 break
@@ -120,19 +117,11 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
             key = (t, d, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
                    st.scatter_gather(c))  # what the sends depend on
             if key not in p2p_cache:
-                tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
-                pf = min(float(st.send_s(c, Bk.boundary_fwd_bytes, tier, tt)),
-                         float(st.send_s(c, E.boundary_fwd_bytes, tier, tt)))
-                pb = min(float(st.send_s(c, Bk.boundary_bwd_bytes, tier, tt)),
-                         float(st.send_s(c, H.boundary_bwd_bytes, tier, tt)))
-                p2p_cache[key] = (pf, pb)
+                p2p_cache[key] = st.least_sends_s(c, cluster, t, d)
             pf, pb = p2p_cache[key]
             p_max = min(L + 2, N // (t * d))
             for z in z_values:
-                opt_b = 1.0 / d if z else 1.0
-                static_total = (E.weight_bytes + E.grad_bytes + E.optimizer_bytes * opt_b
-                                + L * (Bk.weight_bytes + Bk.grad_bytes + Bk.optimizer_bytes * opt_b)
-                                + H.weight_bytes + H.grad_bytes + H.optimizer_bytes * opt_b)
+                static_total = tot.static_bytes(1.0 / d if z else 1.0)
                 tr = traffic / d if z else traffic
                 for p in range(1, p_max + 1):
                     if use_all_devices and p * t * d != N:

@@ -201,3 +201,45 @@ def pipeline_time_s(T, m: int, v: int):
     (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2)."""
     T = np.asarray(T, dtype=float)
     return float(T.sum() / v + (m - 1.0 / v) * T.max())
+
+
+@dataclass(frozen=True)
+class ModelTotals:
+    """Whole-model sums over embedding, L blocks and head (per device of a TP group): what plan-level
+    bounds need, shared by the optimizer and the co-search."""
+
+    weight_bytes: float
+    grad_bytes: float
+    optimizer_bytes: float
+    activation_bytes: float  # per microbatch
+    optimizer_traffic_bytes: float  # HBM bytes of one optimizer step over every parameter
+    sync_grad_bytes: float  # gradients to synchronise (the tied head copy counted once)
+    sync_weight_bytes: float  # weights to all-gather with ZeRO-1 (the tied head copy counted once)
+
+    def static_bytes(self, optimizer_scale: float = 1.0) -> float:
+        """Weights + grads + optimizer state (scaled, e.g. 1/d with ZeRO-1)."""
+        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes * optimizer_scale
+
+
+def model_totals(c: LayerCosts, L: int) -> ModelTotals:
+    E, Bk, H = c.embedding, c.block, c.head
+    parts = ((1, E), (L, Bk), (1, H))
+    return ModelTotals(
+        weight_bytes=sum(n * X.weight_bytes for n, X in parts),
+        grad_bytes=sum(n * X.grad_bytes for n, X in parts),
+        optimizer_bytes=sum(n * X.optimizer_bytes for n, X in parts),
+        activation_bytes=sum(n * X.activation_bytes for n, X in parts),
+        optimizer_traffic_bytes=float(sum(n * optimizer_traffic_bytes(X.grad_bytes, X.optimizer_bytes,
+                                                                      X.weight_bytes, X.params) for n, X in parts)),
+        sync_grad_bytes=sum(n * X.grad_bytes for n, X in parts) - tied_grad_bytes(c),
+        sync_weight_bytes=sum(n * X.weight_bytes for n, X in parts) - tied_static_bytes(c) * (
+            H.weight_bytes / H.static_bytes if H.static_bytes else 0.0))
+
+
+def least_sends_s(c: LayerCosts, cluster: Cluster, t: int, d: int) -> tuple[float, float]:
+    """The cheapest forward and backward pipeline send any stage boundary of a (t, d) plan can have."""
+    E, Bk, H = c.embedding, c.block, c.head
+    tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
+    pf = min(float(send_s(c, Bk.boundary_fwd_bytes, tier, tt)), float(send_s(c, E.boundary_fwd_bytes, tier, tt)))
+    pb = min(float(send_s(c, Bk.boundary_bwd_bytes, tier, tt)), float(send_s(c, H.boundary_bwd_bytes, tier, tt)))
+    return pf, pb

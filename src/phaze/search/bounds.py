@@ -102,22 +102,16 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
     """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
-    E, Bk, H = c.embedding, c.block, c.head
-    static = sum(x.weight_bytes + x.grad_bytes + x.optimizer_bytes for x in (E, H)) + L * (
-        Bk.weight_bytes + Bk.grad_bytes + Bk.optimizer_bytes)
-    act = E.activation_bytes + L * Bk.activation_bytes + H.activation_bytes
-    traffic = float(sum(n * st.optimizer_traffic_bytes(x.grad_bytes, x.optimizer_bytes, x.weight_bytes, x.params)
-                        for n, x in ((1, E), (L, Bk), (1, H))))
-    grads = E.grad_bytes + L * Bk.grad_bytes + H.grad_bytes - st.tied_grad_bytes(c)
+    tot = st.model_totals(c, L)
+    static, act, traffic, grads = (tot.static_bytes(), tot.activation_bytes, tot.optimizer_traffic_bytes,
+                                   tot.sync_grad_bytes)
     rows = []
     for d in range(1, B // mbs + 1):
         if (B // mbs) % d:
             continue
         if t * d > N:
             break
-        tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t)
-        pf = min(float(st.send_s(c, Bk.boundary_fwd_bytes, tier, tt)), float(st.send_s(c, E.boundary_fwd_bytes, tier, tt)))
-        pb = min(float(st.send_s(c, Bk.boundary_bwd_bytes, tier, tt)), float(st.send_s(c, H.boundary_bwd_bytes, tier, tt)))
+        pf, pb = st.least_sends_s(c, cluster, t, d)
         for p in range(1, min(L + 2, N // (t * d)) + 1):
             if (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p > cap_bytes:
                 continue
