@@ -43,15 +43,17 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=5.0)
     ap.add_argument("--candidates", type=int, default=20)
     ap.add_argument("--quiet", action="store_true")
+    ap.add_argument("--subsolvers", type=int, default=None, help="CP-SAT subsolvers (default: solve()'s)")
     args = ap.parse_args()
     all_cases = list(cases(args.candidates))
     cache = ScheduleCache()
+    kw = {} if args.subsolvers is None else {"num_workers": args.subsolvers}
     times, statuses, gaps = [], [], []
     t0 = time.perf_counter()
     for label, chip, graph, tier in all_cases:
         problem = build_problem(graph, chip, tier)
         t = time.perf_counter()
-        sched = solve_cached(problem, cache, args.time_limit)
+        sched = solve_cached(problem, cache, args.time_limit, **kw)
         dt = time.perf_counter() - t
         validate(problem, sched)
         times.append(dt)

@@ -254,8 +254,10 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
            global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
            recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
            workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
-           prune: bool = True, quiet: bool = False):
-    """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``."""
+           prune: bool = True, quiet: bool = False, pareto: bool = False):
+    """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``. With
+    ``pareto`` the Pareto front of score against area is exact over the whole space (slower); otherwise
+    it is the front among the exactly evaluated candidates."""
     from phaze.hardware.space import resolve_space
     from phaze.search import SearchSpec, run_search
 
@@ -263,7 +265,7 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
     spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
-                      cluster=cluster, devices=devices, global_batch=global_batch)
+                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
                       prune=prune, quiet=quiet)
 

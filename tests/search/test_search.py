@@ -68,6 +68,20 @@ def test_pareto_front_is_monotone(pruned_and_brute):
     assert a.pareto[-1]["score"] == a.best["score"]
 
 
+def test_pareto_mode_front_equals_brute_force(pruned_and_brute, tmp_path):
+    """--pareto prunes only what a no-larger chip beats: its front is the brute-force front, and it still
+    prunes something on this space."""
+    _, b, _ = pruned_and_brute
+    c = run_search(spec(pareto=True), str(tmp_path / "c.db"), workers=1, quiet=True)
+    assert c.counts["pruned"] + c.counts["bounded"] > 0, "Pareto mode pruned nothing on this space"
+    key = [(r["chip"], r["hbm_gib"]) for r in b.pareto]
+    assert [(r["chip"], r["hbm_gib"]) for r in c.pareto] == key
+    assert [r["score"] for r in c.pareto] == pytest.approx([r["score"] for r in b.pareto], rel=1e-12)
+    assert (c.best["chip"], c.best["hbm_gib"]) == (b.best["chip"], b.best["hbm_gib"])
+    with pytest.raises(StoreError, match="pareto"):  # a Pareto store is another run
+        run_search(spec(), c.store, workers=1, quiet=True, resume=True)
+
+
 def test_store_refuses_other_parameters_and_overwrite(pruned_and_brute):
     a, _, d = pruned_and_brute
     with pytest.raises(StoreError, match="global_batch"):

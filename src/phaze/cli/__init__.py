@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly (slow)")
+    p.add_argument("--pareto", action="store_true",
+                   help="make the Pareto front of score against area exact over the whole space (slower)")
     p.add_argument("--plot", default=None, help="directory for PNG plots (needs the [plot] extra)")
     p.set_defaults(func=c.cmd_search)
 

@@ -161,7 +161,7 @@ def cmd_search(args) -> int:
                      global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp,
                      hbm_gib=args.hbm_gib, recompute_modes=args.recompute, cluster=args.cluster, store=args.store,
                      workers=args.workers, backend=args.backend, address=args.address, resume=args.resume,
-                     prune=not args.no_prune, quiet=args.json)
+                     prune=not args.no_prune, quiet=args.json, pareto=args.pareto)
     if args.plot:
         from phaze.report.plots import search_plots
         written = search_plots(res, args.plot)

@@ -52,7 +52,9 @@ def search_tables(res) -> list:
                      f"(score {b['score']:.3f} = mean throughput over the TPUv4-like chip's best)",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best"],
                      rows))
-    out.append(table("Pareto front of score against area (exactly evaluated candidates)",
+    scope = ("exact over the whole space" if res.spec.get("pareto")
+             else "among the exactly evaluated candidates; --pareto makes it exact")
+    out.append(table(f"Pareto front of score against area ({scope})",
                      ["area mm^2", "score", "HBM GiB", "chip"],
                      [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], chip_text(r)) for r in res.pareto]))
     return out

@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from phaze.schedule.bounds import energetic_bound, heads_tails
 from phaze.schedule.heuristic import Timing, assign_cores, retime
 from phaze.schedule.problem import KINDS, ScheduleProblem
-from phaze.schedule.reduce import twins
+from phaze.schedule.reduce import overlappable, twins
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,15 @@ class _Tracker(cp_model.CpSolverSolutionCallback):
             self.stop_search()
 
 
+def _contending(problem: ScheduleProblem) -> list[bool]:
+    """False for an op whose largest mode plus the largest modes of every same-kind op it could overlap fit
+    in the cores: at any instant it runs, its kind is within capacity whatever the others do, so it needs no
+    resource constraint (a fixed-mode vector op on a backward block's chain is the common case)."""
+    over = overlappable(problem)
+    return [max(k for k, _ in op.modes) + sum(max(k for k, _ in problem.ops[j].modes) for j in over[i])
+            > problem.capacity(op.kind) for i, op in enumerate(problem.ops)]
+
+
 def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num_workers: int = 8,
                 random_seed: int = 0, resolution: int = 1 << 20, params: dict | None = None,
                 target_s: float = 0.0, det_limit: float | None = None) -> CpResult:
@@ -86,6 +95,7 @@ def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num
     choice: list[list[tuple[int, object]]] = []  # per op: (mode index, literal or None if the only one)
     by_kind: dict[str, list[tuple[object, int]]] = {k: [] for k in KINDS}
     energy: dict[str, list] = {k: [] for k in KINDS}  # core-ticks of each op, as linear terms
+    contends = _contending(problem)
     for i, op in enumerate(problem.ops):
         lo, hi = head[i], horizon - tail[i]
         s_i = model.new_int_var(lo, hi - dmin[i], f"s{i}")
@@ -95,8 +105,11 @@ def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num
         allowed = [m for m in range(len(op.modes)) if lo + dur[i][m] <= hi]
         if len(allowed) == 1:
             m = allowed[0]
-            iv = model.new_interval_var(s_i, dur[i][m], e_i, f"iv{i}")
-            by_kind[op.kind].append((iv, op.modes[m][0]))
+            if contends[i]:
+                iv = model.new_interval_var(s_i, dur[i][m], e_i, f"iv{i}")
+                by_kind[op.kind].append((iv, op.modes[m][0]))
+            else:  # a pure delay: it can never push its cores over capacity
+                model.add(e_i == s_i + dur[i][m])
             energy[op.kind].append(op.modes[m][0] * dur[i][m])
             choice.append([(m, None)])
             model.add_hint(s_i, int(hint_t.starts[i]))

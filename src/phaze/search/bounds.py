@@ -86,6 +86,16 @@ def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int
     return best
 
 
+def least_max_stage_bytes(e: float, b: float, h: float, L: int, p: int) -> float:
+    """Least possible max over stages of a per-layer quantity (e.g. gradient bytes: e for the embedding, b
+    per block, h for the head) over every split into p contiguous stages: some stage always holds at
+    least this much, so its gradient sync takes at least the sync of this many bytes."""
+    one = lambda x: np.array([float(x)])  # noqa: E731 (reuse the vectorized split bound on one "chip")
+    if b <= 0:
+        return max(e, h) if p > 1 else e + h
+    return float(min_bottleneck_s(one(e), one(b), one(h), L, p)[0])
+
+
 @dataclass(frozen=True)
 class _Row:
     """One feasible (d, p) of a setting: its microbatch count and the chip-independent terms."""
@@ -94,7 +104,7 @@ class _Row:
     m: int
     send_s: float  # least p2p time a microbatch adds to sum T (over p - 1 boundaries)
     opt_s: float  # optimizer step of the stage with the most parameters (>= 1/p of them)
-    sync_s: float | None  # gradient sync of >= 1/p of the gradients (None: d = 1)
+    sync_s: float | None  # gradient sync of the stage with the most gradients (None: d = 1)
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
@@ -106,6 +116,7 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
     static, act, traffic, grads = (tot.static_bytes(), tot.activation_bytes, tot.optimizer_traffic_bytes,
                                    tot.sync_grad_bytes)
     rows = []
+    most_grads: dict[int, float] = {}
     for d in range(1, B // mbs + 1):
         if (B // mbs) % d:
             continue
@@ -117,7 +128,10 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
                 continue
             sync = None
             if d > 1:
-                sync = float(st.dp_sync_s(grads / p, 0.0, st.Topology.of(cluster, t, d, p), False))
+                if p not in most_grads:
+                    most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes, c.block.grad_bytes,
+                                                                         c.head.grad_bytes, L, p))
+                sync = float(st.dp_sync_s(most_grads[p], 0.0, st.Topology.of(cluster, t, d, p), False))
             rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync))
     return rows
 
@@ -128,7 +142,9 @@ def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.nda
     Placement's time is sum_i T_i + (m-1) max_i T_i + max_i R_i, R_i = max(0, sync_i - bwd_i) + opt_i. With
     sum T >= S' = S + sends and max T >= M = max(S'/p, U*_p) (``min_bottleneck_s``): iteration >=
     S' + (m-1) M + opt; and, charging the most-parameter stage's sync except for one backward (which one
-    max T covers), iteration >= S' + (m-2) M + sync + opt (m = 1: >= sync + opt)."""
+    max T covers), iteration >= S' + (m-2) M + sync + opt (m = 1: >= sync + opt). That stage holds at least
+    1/p of the gradients and at least the least max-stage share of any split (``least_max_stage_bytes``:
+    the embedding or head stage of a deep pipeline holds more than 1/p)."""
     best = np.full_like(S, np.inf)
     for r in rows:
         Sp = S + r.send_s

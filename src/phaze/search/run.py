@@ -28,7 +28,7 @@ class SearchResult:
     counts: dict  # candidates, exact, bounded, pruned, infeasible, schedules_solved, schedules_not_optimal
     best: dict | None
     references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan
-    pareto: list[dict]  # (area, score) front among exactly evaluated candidates
+    pareto: list[dict]  # (area, score) front: exact with spec.pareto, else among exactly evaluated candidates
     wall_time_s: float
 
 
@@ -118,15 +118,19 @@ class _BranchAndBound:
                  cluster, done: dict, prune: bool, schedule_time_limit_s: float) -> None:
         self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
         self.prune, self.limit_s = prune, schedule_time_limit_s
+        self.pareto = spec.pareto
         # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
         self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
         self.chip_ub = self.ub.max(axis=0)
-        self.order = np.lexsort((np.arange(len(cands)), -self.chip_ub))
+        area = cands.area_mm2
+        # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
+        self.order = np.lexsort((np.arange(len(cands)), area if self.pareto else -self.chip_ub))
         self.sorted_ub = self.chip_ub[self.order]
         self.pos = 0
         self.done = done
         self.best: ChipResult | None = None
         self.n_exact = 0
+        self.front = _Front()
         for r in done.values():
             self._consider(r)
         self.sigs: dict[int, bytes] = {}
@@ -137,25 +141,33 @@ class _BranchAndBound:
     def incumbent(self) -> float:
         return self.best.score if self.best else 0.0
 
-    def threshold(self) -> float:
-        return self.incumbent * (1 - TIE_RTOL) if self.prune else -np.inf
+    def threshold(self, chip: int | None = None) -> float:
+        """Scores below this cannot matter: below the incumbent, or (Pareto mode) below the best exact
+        score of a chip no larger than ``chip`` (such a candidate is dominated, so off the front)."""
+        if not self.prune:
+            return -np.inf
+        best = self.incumbent if not self.pareto else self.front.best_up_to(float(self.cands.area_mm2[chip]))
+        return best * (1 - TIE_RTOL)
 
     def _consider(self, r: ChipResult) -> None:
         self.n_exact += r.status == "exact"
-        if r.status == "exact" and _better(r, self.best, self.cands.area_mm2):
-            self.best = r
+        if r.status == "exact":
+            self.front.add(float(self.cands.area_mm2[r.index]), r.score)
+            if _better(r, self.best, self.cands.area_mm2):
+                self.best = r
 
     def next_task(self, store: Store) -> ChipTask | None:
         """The next chip worth an exact evaluation (None when every remaining chip is pruned). Chips whose
         lower-bound layer times equal an already bounded chip's are recorded as bounded on the way."""
         while self.pos < len(self.order):
             c = int(self.order[self.pos])
-            if self.chip_ub[c] < self.threshold():
-                self.pos = len(self.order)  # sorted: every remaining chip is pruned
+            threshold = self.threshold(c)
+            if self.chip_ub[c] < threshold and not self.pareto:
+                self.pos = len(self.order)  # sorted by bound: every remaining chip is pruned
                 return None
             self.pos += 1
             hbms = tuple(g for h, g in enumerate(self.spec.hbm_gib)
-                         if (c, g) not in self.done and self.ub[h, c] >= self.threshold())
+                         if (c, g) not in self.done and self.ub[h, c] >= threshold)
             if not hbms:
                 continue
             sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
@@ -170,7 +182,7 @@ class _BranchAndBound:
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
                            for b, r in zip(self.bounds, self.ref_tput))
             return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
-                            self.spec.global_batch, self.spec.devices, self.incumbent if self.prune else 0.0,
+                            self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s)
         return None
 
@@ -193,7 +205,7 @@ class _BranchAndBound:
         """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""
         n_hbm = len(self.spec.hbm_gib)
         cut = (int(np.searchsorted(-self.sorted_ub, -self.threshold(), side="right")) if self.prune
-               else len(self.order))
+               and not self.pareto else len(self.order))
         return min(len(self.order) * n_hbm, self.pos * n_hbm + (len(self.order) - max(cut, self.pos)) * n_hbm)
 
     def counts(self) -> dict:
@@ -204,6 +216,25 @@ class _BranchAndBound:
         counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
         counts.update(self.counters)
         return counts
+
+
+class _Front:
+    """Exact (area, score) points; the best score among chips no larger than a given area."""
+
+    def __init__(self) -> None:
+        self.area: list[float] = []
+        self.score: list[float] = []
+
+    def add(self, area_mm2: float, score: float) -> None:
+        self.area.append(area_mm2)
+        self.score.append(score)
+
+    def best_up_to(self, area_mm2: float) -> float:
+        if not self.area:
+            return 0.0
+        a, s = np.asarray(self.area), np.asarray(self.score)
+        sel = s[a <= area_mm2]
+        return float(sel.max()) if sel.size else 0.0
 
 
 def _pareto(rows: list[dict]) -> list[dict]:

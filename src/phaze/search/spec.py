@@ -29,6 +29,9 @@ class SearchSpec:
     devices: int = 1024
     global_batch: int = 4096
     optimizer: str = "adam"
+    # True: prune only candidates a no-larger chip provably beats, so the Pareto front of score against
+    # area is exact over the whole space (more exact evaluations); False: prune below the best score
+    pareto: bool = False
 
     def __post_init__(self) -> None:
         if not self.models:
@@ -63,7 +66,7 @@ class SearchSpec:
     def fingerprint(self) -> dict:
         """Plain, canonical description used to check that --resume continues the same run."""
         from phaze.report.jsonable import to_jsonable
-        return {
+        out = {
             "models": [to_jsonable(m) for m in self.models], "space": to_jsonable(self.space),
             "space_name": self.space_name, "hbm_gib": list(self.hbm_gib),
             "microbatch_sizes": list(self.microbatch_sizes),
@@ -71,6 +74,9 @@ class SearchSpec:
             "recompute_modes": list(self.recompute_modes), "cluster": self.cluster, "devices": self.devices,
             "global_batch": self.global_batch, "optimizer": self.optimizer,
         }
+        if self.pareto:  # only when set, so stores written before the option existed still resume
+            out["pareto"] = True
+        return out
 
     def key(self) -> str:
         return hashlib.sha256(json.dumps(self.fingerprint(), sort_keys=True).encode()).hexdigest()[:16]
