@@ -138,3 +138,11 @@ def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
     after = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(store).rows(status=None)}
     assert all(after[k] == v for k, v in before.items())  # nothing stored was lost or overwritten
     assert (res.best["chip"], res.best["hbm_gib"], res.best["score"]) == (b.best["chip"], b.best["hbm_gib"], b.best["score"])
+
+
+def test_front_table_keeps_ends_and_caps_rows():
+    from phaze.report.search import thin
+    rows = list(range(212))
+    shown = thin(rows, 25)
+    assert len(shown) == 25 and shown[0] == 0 and shown[-1] == 211 and shown == sorted(set(shown))
+    assert thin([5, 6], 25) == [5, 6]

@@ -54,7 +54,21 @@ def search_tables(res) -> list:
                      rows))
     scope = ("exact over the whole space" if res.spec.get("pareto")
              else "among the exactly evaluated candidates; --pareto makes it exact")
-    out.append(table(f"Pareto front of score against area ({scope})",
+    front = res.pareto
+    shown = thin(front, MAX_FRONT_ROWS)
+    more = f"; {len(shown)} of {len(front)} points shown, all in --json" if len(shown) < len(front) else ""
+    out.append(table(f"Pareto front of score against area ({scope}{more})",
                      ["area mm^2", "score", "HBM GiB", "chip"],
-                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], chip_text(r)) for r in res.pareto]))
+                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], chip_text(r)) for r in shown]))
     return out
+
+
+MAX_FRONT_ROWS = 25
+
+
+def thin(rows: list, k: int) -> list:
+    """At most ``k`` rows, evenly spaced by position, always keeping the first and the last."""
+    if len(rows) <= k:
+        return list(rows)
+    idx = sorted({round(i * (len(rows) - 1) / (k - 1)) for i in range(k)})
+    return [rows[i] for i in idx]
