@@ -140,6 +140,24 @@ def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
     assert (res.best["chip"], res.best["hbm_gib"], res.best["score"]) == (b.best["chip"], b.best["hbm_gib"], b.best["score"])
 
 
+SMALL = ModelConfig(name="small", num_layers=2, hidden=128, heads=2, ffn=512, vocab=1000, seq_len=256, max_tp=2)
+
+
+def test_two_models_report_each_models_own_best_chip(tmp_path):
+    """With two models, each model's own best chip equals a brute-force search of that model alone, and the
+    joint winner equals the joint brute force."""
+    both = run_search(spec(models=(TINY, SMALL)), str(tmp_path / "j.db"), workers=1, quiet=True)
+    brute = run_search(spec(models=(TINY, SMALL)), str(tmp_path / "jb.db"), workers=1, quiet=True, prune=False)
+    assert (both.best["chip"], both.best["hbm_gib"]) == (brute.best["chip"], brute.best["hbm_gib"])
+    assert [r["model"] for r in both.per_model] == ["tiny", "small"]
+    for k, m in enumerate((TINY, SMALL)):
+        alone = run_search(spec(models=(m,)), str(tmp_path / f"a{k}.db"), workers=1, quiet=True, prune=False)
+        got = both.per_model[k]
+        assert got["score"] == pytest.approx(alone.best["score"], rel=1e-12)
+        assert (got["chip"], got["hbm_gib"]) == (alone.best["chip"], alone.best["hbm_gib"])
+    assert both.counts["per_model"]["tiny"]["exact"] >= 1
+
+
 def test_front_table_keeps_ends_and_caps_rows():
     from phaze.report.search import thin
     rows = list(range(212))

@@ -11,9 +11,10 @@ import numpy as np
 
 from phaze.errors import InfeasibleError
 from phaze.hardware.presets import TPUV4_LIKE, get_cluster
-from phaze.hardware.space import CandidateSet, enumerate_space
-from phaze.search.bounds import ModelBounds, model_bounds
-from phaze.search.exact import TIE_RTOL, ChipResult, ChipTask, ModelTask, evaluate_chip
+from phaze.hardware.space import enumerate_space
+from phaze.search.bounds import model_bounds
+from phaze.search.branch import BranchAndBound, chip_fields
+from phaze.search.exact import ChipResult, evaluate_chip
 from phaze.search.executor import make_executor
 from phaze.search.spec import GiB, SearchSpec
 from phaze.search.store import Store
@@ -30,13 +31,8 @@ class SearchResult:
     references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan
     pareto: list[dict]  # (area, score) front: exact with spec.pareto, else among exactly evaluated candidates
     wall_time_s: float
-
-
-def _chip_fields(cands: CandidateSet, i: int) -> dict:
-    a = cands.arch
-    return {"chip": int(i), "area_mm2": float(cands.area_mm2[i]), "num_tc": int(a.num_tc[i]),
-            "tc_rows": int(a.tc_rows[i]), "tc_cols": int(a.tc_cols[i]), "num_vc": int(a.num_vc[i]),
-            "vc_width": int(a.vc_width[i]), "glb_bytes": int(a.glb_bytes[i])}
+    per_model: list[dict] = ()  # with several models: each model's own best chip (score = its normalized
+    #                             throughput), found by the same exact search on that model alone
 
 
 def references(spec: SearchSpec, cluster) -> list[dict]:
@@ -104,139 +100,6 @@ class _Progress:
             self.bar.stop()
 
 
-def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
-    """Higher score wins; ties go to the smaller chip, then the smaller HBM, then the lower index."""
-    if b is None:
-        return True
-    return (-a.score, area[a.index], a.hbm_gib, a.index) < (-b.score, area[b.index], b.hbm_gib, b.index)
-
-
-class _BranchAndBound:
-    """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
-
-    def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
-                 cluster, done: dict, prune: bool, schedule_time_limit_s: float) -> None:
-        self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
-        self.prune, self.limit_s = prune, schedule_time_limit_s
-        self.pareto = spec.pareto
-        # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
-        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
-        self.chip_ub = self.ub.max(axis=0)
-        area = cands.area_mm2
-        # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
-        self.order = np.lexsort((np.arange(len(cands)), area if self.pareto else -self.chip_ub))
-        self.sorted_ub = self.chip_ub[self.order]
-        self.pos = 0
-        self.done = done
-        self.best: ChipResult | None = None
-        self.n_exact = 0
-        self.front = _Front()
-        for r in done.values():
-            self._consider(r)
-        self.sigs: dict[int, bytes] = {}
-        self.bounded_sigs: dict[bytes, float] = {}
-        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
-
-    @property
-    def incumbent(self) -> float:
-        return self.best.score if self.best else 0.0
-
-    def threshold(self, chip: int | None = None) -> float:
-        """Scores below this cannot matter: below the incumbent, or (Pareto mode) below the best exact
-        score of a chip no larger than ``chip`` (such a candidate is dominated, so off the front)."""
-        if not self.prune:
-            return -np.inf
-        best = self.incumbent if not self.pareto else self.front.best_up_to(float(self.cands.area_mm2[chip]))
-        return best * (1 - TIE_RTOL)
-
-    def _consider(self, r: ChipResult) -> None:
-        self.n_exact += r.status == "exact"
-        if r.status == "exact":
-            self.front.add(float(self.cands.area_mm2[r.index]), r.score)
-            if _better(r, self.best, self.cands.area_mm2):
-                self.best = r
-
-    def next_task(self, store: Store) -> ChipTask | None:
-        """The next chip worth an exact evaluation (None when every remaining chip is pruned). Chips whose
-        lower-bound layer times equal an already bounded chip's are recorded as bounded on the way."""
-        while self.pos < len(self.order):
-            c = int(self.order[self.pos])
-            threshold = self.threshold(c)
-            if self.chip_ub[c] < threshold and not self.pareto:
-                self.pos = len(self.order)  # sorted by bound: every remaining chip is pruned
-                return None
-            self.pos += 1
-            hbms = tuple(g for h, g in enumerate(self.spec.hbm_gib)
-                         if (c, g) not in self.done and self.ub[h, c] >= threshold)
-            if not hbms:
-                continue
-            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
-            if sig in self.bounded_sigs:
-                results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
-                store.add(results, {c: _chip_fields(self.cands, c)})
-                self.done.update({(c, g): r for g, r in zip(hbms, results)})
-                continue
-            self.sigs[c] = sig
-            hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
-            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
-                                     {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
-                           for b, r in zip(self.bounds, self.ref_tput))
-            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
-                            self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
-                            self.limit_s)
-        return None
-
-    def absorb(self, c: int, results: list[ChipResult], store: Store) -> None:
-        """Commit one chip's results and update the incumbent."""
-        self.counters["chips_evaluated_this_run"] += 1
-        store.add(results, {c: _chip_fields(self.cands, c)})
-        if results and all(r.bound_only for r in results):
-            # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so neither can
-            # any chip with the same lower bounds (the incumbent only grows).
-            self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
-        for r in results:
-            self.done[(r.index, r.hbm_gib)] = r
-            self._consider(r)
-        # each result carries the chip's running count; the chip's total is the largest
-        self.counters["schedules_solved"] += max((r.schedules_solved for r in results), default=0)
-        self.counters["schedules_not_optimal"] += max((r.schedules_not_optimal for r in results), default=0)
-
-    def resolved(self) -> int:
-        """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""
-        n_hbm = len(self.spec.hbm_gib)
-        cut = (int(np.searchsorted(-self.sorted_ub, -self.threshold(), side="right")) if self.prune
-               and not self.pareto else len(self.order))
-        return min(len(self.order) * n_hbm, self.pos * n_hbm + (len(self.order) - max(cut, self.pos)) * n_hbm)
-
-    def counts(self) -> dict:
-        total = len(self.cands) * len(self.spec.hbm_gib)
-        counts = {"candidates": total, "chips": len(self.cands), "hbm_sizes": len(self.spec.hbm_gib)}
-        for status in ("exact", "bounded", "infeasible"):
-            counts[status] = sum(r.status == status for r in self.done.values())
-        counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
-        counts.update(self.counters)
-        return counts
-
-
-class _Front:
-    """Exact (area, score) points; the best score among chips no larger than a given area."""
-
-    def __init__(self) -> None:
-        self.area: list[float] = []
-        self.score: list[float] = []
-
-    def add(self, area_mm2: float, score: float) -> None:
-        self.area.append(area_mm2)
-        self.score.append(score)
-
-    def best_up_to(self, area_mm2: float) -> float:
-        if not self.area:
-            return 0.0
-        a, s = np.asarray(self.area), np.asarray(self.score)
-        sel = s[a <= area_mm2]
-        return float(sel.max()) if sel.size else 0.0
-
-
 def _pareto(rows: list[dict]) -> list[dict]:
     """Rows no smaller-or-equal-area row beats in score."""
     out, best = [], -np.inf
@@ -245,6 +108,42 @@ def _pareto(rows: list[dict]) -> list[dict]:
             out.append(row)
             best = row["score"]
     return out
+
+
+def _explore(bb: BranchAndBound, store: Store, executor, prog: _Progress, workers: int, total: int) -> None:
+    """Evaluate chips in the order ``bb`` gives until none can matter; each result is committed as it lands."""
+    pending: dict[cf.Future, int] = {}
+    try:
+        while True:
+            while len(pending) < max(2, 2 * workers):
+                task = bb.next_task(store)
+                if task is None:
+                    break
+                pending[executor.submit(evaluate_chip, task)] = task.index
+            if not pending:
+                return
+            finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+            for f in sorted(finished, key=lambda f: pending[f]):
+                c = pending.pop(f)
+                bb.absorb(c, f.result(), store)
+            prog.update(bb.resolved(), total, bb.incumbent, bb.n_exact)
+    except BaseException:
+        for f in pending:
+            f.cancel()
+        raise
+
+
+def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands) -> None:
+    """A joint result evaluates every setting of every model, so model k's throughput in it is exact:
+    record it as model k's own result (never overwriting what the model's store already holds)."""
+    by_chip: dict[int, list[ChipResult]] = {}
+    for r in joint.values():
+        if r.status == "exact" and r.outcomes[k].throughput_seq_per_s > 0:
+            o = r.outcomes[k]
+            by_chip.setdefault(r.index, []).append(ChipResult(r.index, r.hbm_gib, "exact",
+                                                              o.throughput_seq_per_s / ref_seq_per_s, (o,), 0, 0))
+    for c, results in sorted(by_chip.items()):
+        sub.add(results, {c: chip_fields(cands, c)})
 
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
@@ -265,32 +164,37 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             refs = references(spec, cluster)
             store.put_meta("references", refs)
         executor = make_executor(backend, workers, address)
-        pending: dict[cf.Future, int] = {}
+        total = len(cands) * len(spec.hbm_gib)
+        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
+        per_model = []
         try:
             bounds = []
             for m in spec.models:
                 prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized, settings over {workers} workers)")
                 bounds.append(model_bounds(m, spec, cands.arch, cluster, executor))
-            bb = _BranchAndBound(spec, cands, bounds, [r["best_seq_per_s"] or 1.0 for r in refs], cluster,
-                                 store.load(), prune, schedule_time_limit_s)
+            bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s)
             prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
-            prog.start(len(cands) * len(spec.hbm_gib))
-            while True:
-                while len(pending) < max(2, 2 * workers):
-                    task = bb.next_task(store)
-                    if task is None:
-                        break
-                    pending[executor.submit(evaluate_chip, task)] = task.index
-                if not pending:
-                    break
-                finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-                for f in sorted(finished, key=lambda f: pending[f]):
-                    c = pending.pop(f)
-                    bb.absorb(c, f.result(), store)
-                prog.update(bb.resolved(), len(cands) * len(spec.hbm_gib), bb.incumbent, bb.n_exact)
+            prog.start(total)
+            _explore(bb, store, executor, prog, workers, total)
+            prog.stop()
+            counts = bb.counts()
+            if len(spec.models) > 1:
+                joint = store.load()
+                counts["per_model"] = {}
+                for k, (m, b) in enumerate(zip(spec.models, bounds)):
+                    sub = store.scoped(k)
+                    _seed_from_joint(joint, k, ref_tput[k], sub, cands)
+                    bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
+                                          prune, schedule_time_limit_s)
+                    prog.phase(f"best chip for {m.name} alone (same exact search; joint results reused)")
+                    prog.start(total)
+                    _explore(bb_k, sub, executor, prog, workers, total)
+                    prog.stop()
+                    counts["per_model"][m.name] = bb_k.counts()
+                    top = sub.rows(top=1)
+                    if top:
+                        per_model.append({"model": m.name, **top[0]})
         except BaseException:
-            for f in pending:
-                f.cancel()
             executor.shutdown(wait=False, cancel_futures=True)
             raise
         executor.shutdown(wait=True)
@@ -298,5 +202,5 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     finally:
         prog.stop()
         store.close()
-    return SearchResult(store_path, spec.fingerprint(), bb.counts(), rows[0] if rows else None, refs, _pareto(rows),
-                        time.perf_counter() - t0)
+    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, _pareto(rows),
+                        time.perf_counter() - t0, per_model)

@@ -9,14 +9,14 @@ from pathlib import Path
 from phaze.errors import StoreError
 from phaze.search.exact import ChipResult, ModelOutcome
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS results (
+_TABLE = """
+CREATE TABLE IF NOT EXISTS {table} (
     chip INTEGER NOT NULL, hbm_gib INTEGER NOT NULL, status TEXT NOT NULL, score REAL NOT NULL,
     area_mm2 REAL NOT NULL, num_tc INTEGER, tc_rows INTEGER, tc_cols INTEGER, num_vc INTEGER,
     vc_width INTEGER, glb_bytes INTEGER, outcomes TEXT NOT NULL, schedules_solved INTEGER,
     schedules_not_optimal INTEGER, PRIMARY KEY (chip, hbm_gib));
 """
+_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _TABLE.format(table="results")
 
 
 def _diff(a: dict, b: dict) -> list[str]:
@@ -27,8 +27,16 @@ class Store:
     """One search run in one SQLite file. ``open`` refuses a store of another run (naming the parameters
     that differ) and an existing store without ``resume``: nothing stored is ever overwritten."""
 
-    def __init__(self, con: sqlite3.Connection, path: str) -> None:
-        self.con, self.path = con, path
+    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results") -> None:
+        self.con, self.path, self.table = con, path, table
+
+    def scoped(self, model_index: int) -> "Store":
+        """The same file's results of one model searched alone (table ``results_model<k>``; the joint
+        results of a multi-model search stay in ``results``). Shares the connection: close the parent."""
+        table = f"results_model{int(model_index)}"
+        with self.con:
+            self.con.executescript(_TABLE.format(table=table))
+        return Store(self.con, self.path, table)
 
     @classmethod
     def open(cls, path: str | Path, fingerprint: dict, resume: bool) -> "Store":
@@ -85,7 +93,7 @@ class Store:
             for r in results:
                 f = chip_fields[r.index]
                 self.con.execute(
-                    "INSERT OR IGNORE INTO results VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR IGNORE INTO {self.table} VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (r.index, r.hbm_gib, r.status, r.score, f["area_mm2"], f["num_tc"], f["tc_rows"], f["tc_cols"],
                      f["num_vc"], f["vc_width"], f["glb_bytes"],
                      json.dumps([o.__dict__ for o in r.outcomes], sort_keys=True),
@@ -94,13 +102,13 @@ class Store:
     def load(self) -> dict[tuple[int, int], ChipResult]:
         out = {}
         for row in self.con.execute("SELECT chip, hbm_gib, status, score, outcomes, schedules_solved, "
-                                    "schedules_not_optimal FROM results"):
+                                    f"schedules_not_optimal FROM {self.table}"):
             outs = tuple(ModelOutcome(**o) for o in json.loads(row[4]))
             out[(row[0], row[1])] = ChipResult(row[0], row[1], row[2], row[3], outs, row[5], row[6])
         return out
 
     def rows(self, top: int | None = None, status: str | None = "exact") -> list[dict]:
-        q = "SELECT * FROM results" + (" WHERE status=?" if status else "") + \
+        q = f"SELECT * FROM {self.table}" + (" WHERE status=?" if status else "") + \
             " ORDER BY score DESC, area_mm2 ASC, hbm_gib ASC, chip ASC" + (f" LIMIT {int(top)}" if top else "")
         cur = self.con.execute(q, (status,) if status else ())
         cols = [d[0] for d in cur.description]

@@ -1,0 +1,156 @@
+"""Branch and bound over the chips of a co-search: which chip to evaluate next, the incumbent, what is done.
+
+Chips are visited in order of their vectorized score upper bound (or, for an exact Pareto front, smallest
+area first) and skipped once their bound cannot matter; finished results come back through ``absorb``.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from phaze.hardware.space import CandidateSet
+from phaze.search.bounds import ModelBounds
+from phaze.search.exact import TIE_RTOL, ChipResult, ChipTask, ModelTask
+from phaze.search.spec import SearchSpec
+from phaze.search.store import Store
+
+
+def chip_fields(cands: CandidateSet, i: int) -> dict:
+    a = cands.arch
+    return {"chip": int(i), "area_mm2": float(cands.area_mm2[i]), "num_tc": int(a.num_tc[i]),
+            "tc_rows": int(a.tc_rows[i]), "tc_cols": int(a.tc_cols[i]), "num_vc": int(a.num_vc[i]),
+            "vc_width": int(a.vc_width[i]), "glb_bytes": int(a.glb_bytes[i])}
+
+
+def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
+    """Higher score wins; ties go to the smaller chip, then the smaller HBM, then the lower index."""
+    if b is None:
+        return True
+    return (-a.score, area[a.index], a.hbm_gib, a.index) < (-b.score, area[b.index], b.hbm_gib, b.index)
+
+
+class BranchAndBound:
+    """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
+
+    def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
+                 cluster, done: dict, prune: bool, schedule_time_limit_s: float) -> None:
+        self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
+        self.prune, self.limit_s = prune, schedule_time_limit_s
+        self.pareto = spec.pareto
+        # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
+        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
+        self.chip_ub = self.ub.max(axis=0)
+        area = cands.area_mm2
+        # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
+        self.order = np.lexsort((np.arange(len(cands)), area if self.pareto else -self.chip_ub))
+        self.sorted_ub = self.chip_ub[self.order]
+        self.pos = 0
+        self.done = done
+        self.best: ChipResult | None = None
+        self.n_exact = 0
+        self.front = _Front()
+        for r in done.values():
+            self._consider(r)
+        self.sigs: dict[int, bytes] = {}
+        self.bounded_sigs: dict[bytes, float] = {}
+        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
+
+    @property
+    def incumbent(self) -> float:
+        return self.best.score if self.best else 0.0
+
+    def threshold(self, chip: int | None = None) -> float:
+        """Scores below this cannot matter: below the incumbent, or (Pareto mode) below the best exact
+        score of a chip no larger than ``chip`` (such a candidate is dominated, so off the front)."""
+        if not self.prune:
+            return -np.inf
+        best = self.incumbent if not self.pareto else self.front.best_up_to(float(self.cands.area_mm2[chip]))
+        return best * (1 - TIE_RTOL)
+
+    def _consider(self, r: ChipResult) -> None:
+        self.n_exact += r.status == "exact"
+        if r.status == "exact":
+            self.front.add(float(self.cands.area_mm2[r.index]), r.score)
+            if _better(r, self.best, self.cands.area_mm2):
+                self.best = r
+
+    def next_task(self, store: Store) -> ChipTask | None:
+        """The next chip worth an exact evaluation (None when every remaining chip is pruned). Chips whose
+        lower-bound layer times equal an already bounded chip's are recorded as bounded on the way."""
+        while self.pos < len(self.order):
+            c = int(self.order[self.pos])
+            threshold = self.threshold(c)
+            if self.chip_ub[c] < threshold and not self.pareto:
+                self.pos = len(self.order)  # sorted by bound: every remaining chip is pruned
+                return None
+            self.pos += 1
+            hbms = tuple(g for h, g in enumerate(self.spec.hbm_gib)
+                         if (c, g) not in self.done and self.ub[h, c] >= threshold)
+            if not hbms:
+                continue
+            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
+            if sig in self.bounded_sigs:
+                results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
+                store.add(results, {c: chip_fields(self.cands, c)})
+                self.done.update({(c, g): r for g, r in zip(hbms, results)})
+                continue
+            self.sigs[c] = sig
+            hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
+            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
+                                     {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
+                           for b, r in zip(self.bounds, self.ref_tput))
+            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
+                            self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
+                            self.limit_s)
+        return None
+
+    def absorb(self, c: int, results: list[ChipResult], store: Store) -> None:
+        """Commit one chip's results and update the incumbent."""
+        self.counters["chips_evaluated_this_run"] += 1
+        store.add(results, {c: chip_fields(self.cands, c)})
+        if results and all(r.bound_only for r in results):
+            # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so neither can
+            # any chip with the same lower bounds (the incumbent only grows).
+            self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
+        for r in results:
+            self.done[(r.index, r.hbm_gib)] = r
+            self._consider(r)
+        # each result carries the chip's running count; the chip's total is the largest
+        self.counters["schedules_solved"] += max((r.schedules_solved for r in results), default=0)
+        self.counters["schedules_not_optimal"] += max((r.schedules_not_optimal for r in results), default=0)
+
+    def resolved(self) -> int:
+        """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""
+        n_hbm = len(self.spec.hbm_gib)
+        cut = (int(np.searchsorted(-self.sorted_ub, -self.threshold(), side="right")) if self.prune
+               and not self.pareto else len(self.order))
+        return min(len(self.order) * n_hbm, self.pos * n_hbm + (len(self.order) - max(cut, self.pos)) * n_hbm)
+
+    def counts(self) -> dict:
+        total = len(self.cands) * len(self.spec.hbm_gib)
+        counts = {"candidates": total, "chips": len(self.cands), "hbm_sizes": len(self.spec.hbm_gib)}
+        for status in ("exact", "bounded", "infeasible"):
+            counts[status] = sum(r.status == status for r in self.done.values())
+        counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
+        counts.update(self.counters)
+        return counts
+
+
+class _Front:
+    """Exact (area, score) points; the best score among chips no larger than a given area."""
+
+    def __init__(self) -> None:
+        self.area: list[float] = []
+        self.score: list[float] = []
+
+    def add(self, area_mm2: float, score: float) -> None:
+        self.area.append(area_mm2)
+        self.score.append(score)
+
+    def best_up_to(self, area_mm2: float) -> float:
+        if not self.area:
+            return 0.0
+        a, s = np.asarray(self.area), np.asarray(self.score)
+        sel = s[a <= area_mm2]
+        return float(sel.max()) if sel.size else 0.0
