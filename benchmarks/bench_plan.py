@@ -1,5 +1,6 @@
 """Benchmark: the exact best plan for GPT-3 175B on 1024 A100-80G (DGX A100 cluster), global batch 1536,
-over the full plan space (t, p, d, microbatch 1..16, recompute modes, sequence parallelism, interleaving).
+over the full plan space (t, p, d, microbatch 1..16, recompute modes, sequence parallelism, interleaving;
+v = 1 plans may also pick one recompute mode per pipeline stage).
 Prints the wall time (cold: including building the per-layer costs; warm: costs cached) and the number of
 plans considered. Goal: < 2 s.  Run: .venv/bin/python benchmarks/bench_plan.py
 """
@@ -24,8 +25,9 @@ def main() -> None:
         wall = time.perf_counter() - t0
         s = res.stats
         print(f"{label}: wall {wall:.3f} s (search {s.wall_time_s:.3f} s); combinations considered "
-              f"{s.plans_considered:,}, solved exactly {s.plans_solved:,}, stage partitions covered "
-              f"{s.partitions_covered:.3g}")
+              f"{s.plans_considered:,}, solved exactly {s.plans_solved:,}; per-stage recompute combinations "
+              f"considered {s.mixed_considered:,}, solved exactly {s.mixed_solved:,}; stage partitions x "
+              f"per-stage modes covered {s.partitions_covered:.3g}")
     b = res.best
     print(f"best: {b.plan.describe()}  iteration {b.iteration_time_s:.3f} s, {b.throughput_seq_per_s:.1f} seq/s, "
           f"MFU {b.mfu:.3f}, memory {b.memory_bytes_per_device / 2**30:.1f} GiB")

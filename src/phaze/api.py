@@ -228,12 +228,22 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
-                  tp: int, pp: int, dp: int, mbs: int, interleave: int = 1, recompute: str = "none",
+                  tp: int, pp: int, dp: int, mbs: int, interleave: int = 1, recompute="none",
                   sequence_parallel: bool = False, zero1: bool = False, cluster: str | None = None,
                   seq_len: int | None = None):
-    """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage."""
+    """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
+    ``recompute``: one mode, or a sequence with one mode per pipeline stage."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, evaluate
+
+    if not isinstance(recompute, str):
+        modes = tuple(recompute)
+        if len(modes) == 1:
+            recompute = modes[0]
+        elif len(modes) != pp:
+            raise ConfigError(f"--recompute: give one mode or one per pipeline stage ({pp}), got {len(modes)}")
+        else:
+            recompute = modes
 
     check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                    interleave=interleave, seq=seq_len)

@@ -1,7 +1,9 @@
 """Plain-number fixtures for placement tests: LayerCosts, clusters, and a brute-force optimizer."""
 from __future__ import annotations
 
+import itertools
 import math
+from dataclasses import replace
 
 from phaze.hardware.cluster import Cluster, NetworkTier
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
@@ -72,6 +74,48 @@ def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices,
                             plans.append(Plan.balanced(L, p, interleave=v, **kw))
                     for plan in plans:
                         ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap)
+                        if ev.fits:
+                            best = min(best, ev.iteration_time_s)
+    return best
+
+
+def mode_vectors(modes, p: int):
+    """Every per-stage recompute assignment (a plain mode when all stages agree, as the optimizer reports)."""
+    for vec in itertools.product(modes, repeat=p):
+        yield vec[0] if len(set(vec)) == 1 else vec
+
+
+def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices, interleave_values=(1,),
+                      zero1=(False,), overlap=True):
+    """min iteration time over every plan where each v = 1 pipeline stage picks its own recompute mode among
+    the settings that differ only in recompute (interleaved plans: one mode per plan), by evaluate."""
+    groups: dict = {}
+    for s, c in costs_by_setting.items():
+        groups.setdefault(replace(s, recompute="none"), {})[s.recompute] = c
+    best = math.inf
+    for s, group in groups.items():
+        mbs, t = s.microbatch_size, s.tp
+        if B % mbs:
+            continue
+        for d in range(1, B // mbs + 1):
+            if (B // mbs) % d or t * d > devices:
+                continue
+            m = B // (mbs * d)
+            for p in range(1, L + 3):
+                if p * t * d > devices:
+                    break
+                for z in zero1:
+                    kw = dict(tp=t, dp=d, microbatch_size=mbs, num_microbatches=m,
+                              sequence_parallel=s.sequence_parallel, zero1=z)
+                    plans = []
+                    for v in interleave_values:
+                        if v == 1:
+                            plans += [plan_of(bl, recompute=rc, **kw) for bl in compositions(L, p)
+                                      for rc in mode_vectors(list(group), p)]
+                        elif p >= 2 and L % (p * v) == 0 and m % p == 0:
+                            plans += [Plan.balanced(L, p, interleave=v, recompute=rc, **kw) for rc in group]
+                    for plan in plans:
+                        ev = evaluate_costs(plan, group, cluster, B, device, num_blocks=L, overlap_dp=overlap)
                         if ev.fits:
                             best = min(best, ev.iteration_time_s)
     return best

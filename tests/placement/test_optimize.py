@@ -70,3 +70,21 @@ def test_paper_baseline_for_gpt3_fits_and_optimizer_is_faster():
     paper = next(b for b in res.baselines if b.name == "paper")
     assert paper.fits and (paper.plan.pp, paper.plan.tp, paper.plan.dp) == (32, 4, 8)
     assert res.best.iteration_time_s < paper.evaluation.iteration_time_s
+
+
+def test_optimize_mixes_recompute_per_stage_when_it_pays():
+    model = get_model("gpt3-175b")
+    cluster = get_cluster("dgx-a100", 1024)
+    kw = dict(microbatch_sizes=(1,), recompute_modes=("none", "selective"), interleave_values=(1,),
+              sequence_parallel=(True,), top_k=2, baselines=False)
+    mixed = optimize(model, A100, cluster, 1536, **kw)  # optimize() asserts optimizer == evaluate_costs
+    uniform = optimize(model, A100, cluster, 1536, per_stage_recompute=False, **kw)
+    assert uniform.stats.mixed_considered == 0 and mixed.stats.mixed_solved >= 1
+    assert all(isinstance(e.plan.recompute, str) for e in (uniform.best,) + uniform.alternatives)
+    best = mixed.best
+    assert isinstance(best.plan.recompute, tuple) and set(best.plan.recompute) == {"none", "selective"}
+    assert best.iteration_time_s < uniform.best.iteration_time_s
+    # the first stage stashes the most microbatches: it is the one that recomputes
+    assert best.plan.recompute[0] == "selective" and best.plan.recompute[-1] == "none"
+    ev = evaluate(best.plan, model, A100, cluster, 1536)
+    assert ev.fits and ev.iteration_time_s == pytest.approx(best.iteration_time_s, rel=1e-9)

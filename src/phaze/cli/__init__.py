@@ -95,7 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dp", type=int, required=True)
     p.add_argument("--mbs", type=int, required=True)
     p.add_argument("--interleave", type=int, default=1)
-    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    p.add_argument("--recompute", type=_str_list, default=("none",),
+                   help="one mode (none, selective, full) or one per pipeline stage, e.g. full,full,none,none")
     p.add_argument("--sequence-parallel", action="store_true")
     p.add_argument("--zero1", action="store_true", help="shard optimizer state over data-parallel ranks")
     p.set_defaults(func=c.cmd_evaluate)

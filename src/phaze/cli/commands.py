@@ -111,8 +111,10 @@ _EVAL_COLS = ["plan", "iteration", "seq/s", "MFU", "memory/dev", "fits"]
 
 def _breakdown_table(e) -> object:
     return table("per-stage breakdown (per microbatch unless noted)",
-                 ["stage", "layers", "fwd", "bwd", "p2p", "memory", "in flight", "DP sync (exposed)", "optimizer"],
-                 [(s.stage, " ".join(f"{a}-{b - 1}" for a, b in s.layers), si(s.fwd_s, "s"), si(s.bwd_s, "s"),
+                 ["stage", "layers", "recompute", "fwd", "bwd", "p2p", "memory", "in flight", "DP sync (exposed)",
+                  "optimizer"],
+                 [(s.stage, " ".join(f"{a}-{b - 1}" for a, b in s.layers), s.recompute, si(s.fwd_s, "s"),
+                   si(s.bwd_s, "s"),
                    si(s.p2p_s, "s"), gib(s.memory_bytes), f"{s.in_flight_microbatches:g}",
                    si(s.dp_exposed_s, "s"), si(s.optimizer_step_s, "s")) for s in e.stages])
 

@@ -38,22 +38,33 @@ class KindRow:
 
 def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: int, topo: st.Topology,
              zero1: bool, overlap: bool, hbm_Bps: float, cache: dict | None = None) -> KindRow:
-    nb = np.arange(L + 1)
-    s = st.stage_sums(c, e, nb, h)
-    sends = np.zeros(L + 1)
-    if has_next:
-        sends = sends + st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier)
-    if has_prev:
-        sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
-    T = s.fwd_s + s.bwd_s + sends
-    sync = st.dp_sync_s(s.grad_bytes, s.weight_bytes, topo, zero1)
+    """One stage kind over nb = 0..L. ``cache`` (a dict that must not outlive ``c``: it is keyed by id)
+    shares the parts that do not depend on p between the partition problems of one search."""
+    key = (id(c), e, h, has_prev, has_next, L, topo.pp_tier, topo.tp_tier, topo.dp, topo.dp_tier, zero1, hbm_Bps)
+    parts = cache.get(key) if cache is not None else None
+    if parts is None:
+        nb = np.arange(L + 1)
+        s = st.stage_sums(c, e, nb, h)
+        sends = np.zeros(L + 1)
+        if has_next:
+            sends = sends + st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier)
+        if has_prev:
+            sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
+        T = s.fwd_s + s.bwd_s + sends
+        tied = st.tied_static_bytes(c) if (e and h) else 0.0
+        base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
+        parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
+                 np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps), float), np.asarray(base, float),
+                 np.asarray(s.activation_bytes, float) * np.ones(L + 1))
+        for x in parts:
+            x.setflags(write=False)
+        if cache is not None:
+            cache[key] = parts
+    T, sync, bwd_s, opt_s, base, act = parts
     if e != h:
         sync = sync + st.tied_sync_s(c, topo)
-    R = st.exposed_sync_s(sync, s.bwd_s, overlap) + st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps)
-    tied = st.tied_static_bytes(c) if (e and h) else 0.0
-    base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
-    return KindRow(np.asarray(T, float), np.asarray(R, float) * np.ones(L + 1), np.asarray(base, float),
-                   np.asarray(s.activation_bytes, float) * np.ones(L + 1))
+    R = st.exposed_sync_s(sync, bwd_s, overlap) + opt_s
+    return KindRow(T, np.asarray(R, float) * np.ones(L + 1), base, act)
 
 
 @dataclass(frozen=True)
@@ -90,10 +101,10 @@ class PartitionProblem:
     """The partition problem of one combination; ``solve()`` returns the optimum or None (nothing fits)."""
 
     def __init__(self, c: LayerCosts, L: int, p: int, m: int, topo: st.Topology, capacity: float,
-                 zero1: bool, overlap: bool, hbm_Bps: float) -> None:
+                 zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None) -> None:
         self.L, self.p, self.m, self.cap = L, p, m, capacity
         self.beta = m - 1.0
-        args = (L, topo, zero1, overlap, hbm_Bps)
+        args = (L, topo, zero1, overlap, hbm_Bps, row_cache)
         self.tb = c.block.fwd_s + c.block.bwd_s
         if p == 1:
             self.only = kind_row(c, 1, 1, False, False, *args)

@@ -8,8 +8,13 @@ Plan space (documented choices):
   ``use_all_devices=True`` only p * t * d == devices).
 - v (interleaving): v > 1 needs p >= 2, L divisible by p*v (equal virtual stages, as Megatron requires)
   and m divisible by p (Megatron's interleaved schedule); the partition is then fixed.
-- recompute is one mode per plan (per-stage recompute is an evaluation feature, see open problems).
-For v = 1 the stage partition is solved exactly by ``phaze.placement.dp``. Combinations are visited in
+- recompute: with v = 1 each pipeline stage picks its own mode among the requested ones, jointly with the
+  partition (``per_stage_recompute``, on in ``optimize`` when >= 2 modes are given): the stages that stash
+  the most microbatches can recompute while the others do not. Interleaved plans (v > 1) keep one mode per
+  plan. A plan whose stages all use one mode reports it as a plain string.
+For v = 1 the stage partition is solved exactly: one mode by ``phaze.placement.dp``, per-stage modes by
+``phaze.placement.mixed_dp`` (an extra combination per (setting without recompute, d, p, ZeRO-1), bounded
+with the least per-layer costs over its modes, so never above its optimum). Combinations are visited in
 order of a lower bound on their iteration time (perfect balance, no memory limit) and the search stops
 when the bound cannot beat the k-th best plan found: exact, without solving most combinations.
 """
@@ -18,18 +23,22 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable, Mapping
+
+import numpy as np
 
 from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
+from phaze.placement.bounds import combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory
 from phaze.placement.dp import PartitionProblem
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
-from phaze.placement.plan import Plan, PlanResult, SearchStats
+from phaze.placement.mixed_dp import MixedPartitionProblem
+from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.workload.config import ModelConfig, TrainSetting
 
 GiB = 2**30
@@ -37,56 +46,29 @@ GiB = 2**30
 
 @dataclass(frozen=True)
 class Candidate:
-    """A solved plan: its iteration time (the same formula ``evaluate`` uses) and the costs it used."""
+    """A solved plan: its iteration time (the same formula ``evaluate`` uses) and the costs it used (one
+    LayerCosts, or {mode: LayerCosts} for a plan with per-stage recompute modes)."""
 
     iteration_time_s: float
     plan: Plan
-    costs: LayerCosts
-
-
-def _divisors(n: int) -> list[int]:
-    out = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
-    return sorted(set(out + [n // d for d in out]))
-
-
-def plan_from_blocks(blocks: Iterable[int], **kw) -> Plan:
-    """Stage ranges for per-stage block counts (embedding on the first stage, head on the last)."""
-    blocks = list(blocks)
-    ranges, pos = [], 0
-    for i, b in enumerate(blocks):
-        a = pos
-        pos += b + (1 if i == 0 else 0) + (1 if i == len(blocks) - 1 else 0)
-        ranges.append((a, pos))
-    return Plan(tuple(ranges), **kw)
-
-
-def _lower_bound(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
-                 hbm_Bps: float, sync_s: float = 0.0) -> float:
-    """Iteration time no partition of this (setting, d, p, v) can beat. sum T >= S and max T >= S/p; the
-    stage with the most parameters (>= 1/p of them) pays its optimizer step and, beyond one backward
-    (which max T covers), its gradient sync ``sync_s`` (the sync of 1/p of the gradients)."""
-    tb = c.block.fwd_s + c.block.bwd_s
-    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
-    opt = traffic_per_dev / p / hbm_Bps
-    base = S / v + (m - 1.0 / v) * S / p + opt
-    if sync_s <= 0:
-        return base
-    k = m - 1.0 / v - 1.0
-    alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
-    return max(base, alt)
+    costs: LayerCosts | Mapping[str, LayerCosts]
 
 
 def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
                           global_batch: int, device: DeviceSpec, *, devices: int | None = None,
                           interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
                           overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
-                          cutoff_s: float = math.inf) -> tuple[list[Candidate], SearchStats, str]:
+                          cutoff_s: float = math.inf, per_stage_recompute: bool = False
+                          ) -> tuple[list[Candidate], SearchStats, str]:
     """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
     TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute), all
     d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call this per chip.
     Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty.
     ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
-    its incumbent); candidates may then be empty although some plan fits."""
+    its incumbent); candidates may then be empty although some plan fits.
+    ``per_stage_recompute``: also search v = 1 plans whose pipeline stages each pick their own mode among
+    the settings that differ only in recompute (``phaze.placement.mixed_dp``); each such combination
+    adds its best plan when that mixes modes (an all-one-mode optimum is its uniform combination's)."""
     t0 = time.perf_counter()
     N = devices or cluster.num_devices
     L = num_blocks
@@ -94,39 +76,71 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     z_values = (zero1,) if isinstance(zero1, bool) else tuple(dict.fromkeys(zero1))
     v_values = tuple(sorted(set(int(v) for v in interleave_values)))
     cap = device.hbm_bytes
-    combos = []  # (lb, seq, setting, c, d, p, v, z)
-    considered = 0
+    combos = []  # (lb, seq, setting, costs, d, p, v, z, m); costs: LayerCosts, or {mode: LayerCosts} (mixed)
+    considered = mixed_considered = 0
     covered = 0.0
     min_need = math.inf
     topo_cache: dict = {}
     p2p_cache: dict = {}
     sync_cache: dict = {}
-    seq = 0
-    for s, c in costs_by_setting.items():
+
+    def least_sends(c: LayerCosts, t: int, d: int) -> tuple[float, float]:
+        E, Bk, H = c.embedding, c.block, c.head
+        key = (t, d, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
+               st.scatter_gather(c))  # what the sends depend on
+        if key not in p2p_cache:
+            p2p_cache[key] = st.least_sends_s(c, cluster, t, d)
+        return p2p_cache[key]
+
+    def sync_of(t: int, d: int, p: int, z: bool, grads_total: float, weights_total: float) -> float:
+        """The gradient sync of 1/p of the model over d replicas (cached)."""
+        skey = (t, d, p, z, grads_total, weights_total)
+        sync = sync_cache.get(skey)
+        if sync is None:
+            topo = topo_cache.get((t, d, p))
+            if topo is None:
+                topo = topo_cache[(t, d, p)] = st.Topology.of(cluster, t, d, p)
+            sync = sync_cache[skey] = float(st.dp_sync_s(grads_total / p, weights_total / p, topo, z))
+        return sync
+
+    for s, c, cb in combination_entries(costs_by_setting, per_stage_recompute, v_values):
+        mixed = isinstance(c, dict)
         mbs, t = s.microbatch_size, s.tp
         if B % mbs:
             continue
-        E, Bk, H = c.embedding, c.block, c.head
-        tot = st.model_totals(c, L)
-        traffic, act_total = tot.optimizer_traffic_bytes, tot.activation_bytes
+        tot = st.model_totals(cb, L)
+        traffic = least_traffic_bytes(c, L) if mixed else tot.optimizer_traffic_bytes
+        act_total, with_sync = tot.activation_bytes, not mixed or same_memory(c)
         grads_total, weights_total = tot.sync_grad_bytes, tot.sync_weight_bytes
-        for d in _divisors(B // mbs):
+        for d in divisors(B // mbs):
             if t * d > N:
                 break
             m = B // (mbs * d)
-            key = (t, d, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
-                   st.scatter_gather(c))  # what the sends depend on
-            if key not in p2p_cache:
-                p2p_cache[key] = st.least_sends_s(c, cluster, t, d)
-            pf, pb = p2p_cache[key]
+            if mixed:
+                sends = [least_sends(x, t, d) for x in c.values()]
+                pf, pb = min(x[0] for x in sends), min(x[1] for x in sends)
+            else:
+                pf, pb = least_sends(c, t, d)
             p_max = min(L + 2, N // (t * d))
             for z in z_values:
                 static_total = tot.static_bytes(1.0 / d if z else 1.0)
                 tr = traffic / d if z else traffic
+                if mixed:  # v = 1 and p >= 2 only, every p at once
+                    ps = np.arange(2, p_max + 1)
+                    if use_all_devices:
+                        ps = ps[ps * t * d == N]
+                    mixed_considered += len(ps)
+                    ps = ps[(static_total + act_total) / ps <= cap]  # the model's memory spreads over p
+                    sync = (np.array([sync_of(t, d, p, z, grads_total, weights_total) for p in ps.tolist()])
+                            if d > 1 and with_sync and len(ps) else 0.0)
+                    lbs = lower_bound_s(cb, L, ps, 1, m, pf, pb, tr, device.hbm_Bps, sync)
+                    for p, lb in zip(ps.tolist(), np.atleast_1d(lbs).tolist()):
+                        combos.append((lb, len(combos), s, c, d, p, 1, z, m))
+                    continue
                 for p in range(1, p_max + 1):
                     if use_all_devices and p * t * d != N:
                         continue
-                    need = (static_total - (st.tied_static_bytes(c) if p == 1 else 0.0) + act_total) / p
+                    need = (static_total - (st.tied_static_bytes(cb) if p == 1 else 0.0) + act_total) / p
                     for v in v_values:
                         if v > 1 and (p < 2 or L % (p * v) or m % p):
                             continue
@@ -135,40 +149,47 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
                         if need > cap:  # the memory of the whole model cannot spread over p devices
                             continue
                         sync = 0.0
-                        if d > 1:
-                            skey = (t, d, p, z, grads_total, weights_total)
-                            sync = sync_cache.get(skey, -1.0)
-                            if sync < 0:
-                                topo = topo_cache.get((t, d, p))
-                                if topo is None:
-                                    topo = topo_cache[(t, d, p)] = st.Topology.of(cluster, t, d, p)
-                                sync = sync_cache[skey] = float(
-                                    st.dp_sync_s(grads_total / p, weights_total / p, topo, z))
-                        lb = _lower_bound(c, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
-                        combos.append((lb, seq, s, c, d, p, v, z, m))
-                        seq += 1
+                        if d > 1:  # (the cache looked up inline: this loop runs for every combination)
+                            sync = sync_cache.get((t, d, p, z, grads_total, weights_total))
+                            if sync is None:
+                                sync = sync_of(t, d, p, z, grads_total, weights_total)
+                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        combos.append((lb, len(combos), s, c, d, p, v, z, m))
     combos.sort(key=lambda x: (x[0], x[1]))
     K = max(1, top_k + 1)
     top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
-    solved = 0
+    solved = mixed_solved = 0
+    row_cache: dict = {}  # stage rows shared by the partition solves (keyed by id: lives only in this call)
     for lb, sq, s, c, d, p, v, z, m in combos:
-        if (len(top) >= K and lb >= -top[0][0]) or lb >= cutoff_s:
+        incumbent = -top[0][0] if len(top) >= K else math.inf
+        if lb >= incumbent or lb >= cutoff_s:
             break
-        solved += 1
         key = (s.tp, d, p)
         topo = topo_cache.get(key)
         if topo is None:
             topo = topo_cache[key] = st.Topology.of(cluster, s.tp, d, p)
         kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
                   sequence_parallel=s.sequence_parallel, zero1=z)
-        if v == 1:
+        if isinstance(c, dict):
+            mixed_solved += 1
+            covered += math.comb(L + 1, p - 1) * len(c) ** p
+            msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps,
+                                         row_cache).solve(min(incumbent, cutoff_s))
+            if msol is None or msol.uniform:
+                continue
+            kw["recompute"] = msol.recompute
+            plan, obj = plan_from_blocks(msol.blocks, **kw), msol.objective_s
+            c = {r: c[r] for r in dict.fromkeys(msol.modes)}
+        elif v == 1:
+            solved += 1
             covered += math.comb(L + 1, p - 1) if p >= 2 else 1
-            sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps).solve()
+            sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, row_cache).solve()
             if sol is None:
                 continue
             plan = plan_from_blocks(sol.blocks, **kw)
             obj = sol.objective_s
         else:
+            solved += 1
             covered += 1
             plan = Plan.balanced(L, p, interleave=v, **kw)
             ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
@@ -183,7 +204,8 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
             heapq.heapreplace(top, item)
     out = [x[2] for x in sorted(top, key=lambda x: (-x[0], -x[1]))]
     stats = SearchStats(plans_considered=considered, plans_solved=solved, partitions_covered=covered,
-                        wall_time_s=time.perf_counter() - t0)
+                        wall_time_s=time.perf_counter() - t0, mixed_considered=mixed_considered,
+                        mixed_solved=mixed_solved)
     reason = ""
     if not out:
         if considered == 0:
@@ -224,10 +246,11 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
              sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = False,
              top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
              seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
-             **cost_kw) -> PlanResult:
+             per_stage_recompute: bool = True, **cost_kw) -> PlanResult:
     """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
     ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
-    never affect the result. Raises InfeasibleError (one line) when nothing fits."""
+    never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
+    give each pipeline stage its own mode. Raises InfeasibleError (one line) when nothing fits."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
@@ -255,16 +278,17 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     device = DeviceSpec.of(accelerator)
     cands, stats, reason = best_plans_from_costs(
         costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,
-        zero1=zero1, overlap_dp=overlap_dp, top_k=top_k, use_all_devices=use_all_devices)
+        zero1=zero1, overlap_dp=overlap_dp, top_k=top_k, use_all_devices=use_all_devices,
+        per_stage_recompute=per_stage_recompute)
     if not cands:
         raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
     s_len = seq_len or model.seq_len
     flops = model_forward_flops_per_sequence(model, s_len)
     evals = []
     for cand in cands:
+        tm = (cand.costs if isinstance(cand.costs, LayerCosts) else next(iter(cand.costs.values()))).time_model
         ev = evaluate_costs(cand.plan, cand.costs, cluster, global_batch, device, num_blocks=model.num_layers,
-                            model_flops_per_sequence=flops, seq_len=s_len, overlap_dp=overlap_dp,
-                            time_model=cand.costs.time_model)
+                            model_flops_per_sequence=flops, seq_len=s_len, overlap_dp=overlap_dp, time_model=tm)
         if not (ev.fits and math.isclose(ev.iteration_time_s, cand.iteration_time_s, rel_tol=1e-9, abs_tol=1e-12)):
             raise AssertionError(f"placement bug: optimizer and evaluate disagree on {cand.plan.describe()}: "
                                  f"{cand.iteration_time_s} vs {ev.iteration_time_s} (fits={ev.fits})")
@@ -274,6 +298,5 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
         from phaze.placement.baseline_plans import evaluate_baselines
         base = evaluate_baselines(model, accelerator, cluster, global_batch, devices=N, time_model=time_model,
                                   overlap_dp=overlap_dp, optimizer=optimizer, seq_len=seq_len, **cost_kw)
-    stats = SearchStats(stats.plans_considered, stats.plans_solved, stats.partitions_covered,
-                        time.perf_counter() - t_start)
+    stats = replace(stats, wall_time_s=time.perf_counter() - t_start)
     return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats)

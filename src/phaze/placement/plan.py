@@ -8,6 +8,7 @@ t consecutive devices, a DP group d devices t apart, and neighbouring pipeline s
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Iterable
 
 from phaze.errors import ConfigError
 
@@ -93,7 +94,17 @@ class Plan:
         return self.stages[device_stage::self.pp]
 
     def describe(self) -> str:
-        rc = self.recompute if isinstance(self.recompute, str) else "/".join(self.recompute)
+        """One line; per-stage recompute modes as runs, e.g. "recompute=full*2/none*6"."""
+        if isinstance(self.recompute, str):
+            rc = self.recompute
+        else:
+            runs = [[self.recompute[0], 0]]
+            for mode in self.recompute:
+                if mode == runs[-1][0]:
+                    runs[-1][1] += 1
+                else:
+                    runs.append([mode, 1])
+            rc = "/".join(mode if n == 1 else f"{mode}*{n}" for mode, n in runs)
         s = (f"p={self.pp} t={self.tp} d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
              f"recompute={rc}")
         if self.sequence_parallel:
@@ -134,6 +145,17 @@ class Plan:
             pos += c + (1 if i == 0 else 0) + (1 if i == n - 1 else 0)
             bounds.append((a, pos))
         return cls(tuple(bounds), tp, dp, microbatch_size, num_microbatches, interleave=interleave, **kw)
+
+
+def plan_from_blocks(blocks: Iterable[int], **kw) -> Plan:
+    """Stage ranges for per-stage block counts (embedding on the first stage, head on the last)."""
+    blocks = list(blocks)
+    ranges, pos = [], 0
+    for i, b in enumerate(blocks):
+        a = pos
+        pos += b + (1 if i == 0 else 0) + (1 if i == len(blocks) - 1 else 0)
+        ranges.append((a, pos))
+    return Plan(tuple(ranges), **kw)
 
 
 @dataclass(frozen=True)
@@ -220,8 +242,10 @@ class BaselineResult:
 class SearchStats:
     plans_considered: int  # (t, p, d, mbs, recompute, sp, v) combinations enumerated
     plans_solved: int  # of those, how many got an exact partition solve (the rest pruned by bounds)
-    partitions_covered: float  # stage partitions implicitly covered by the solved combinations
+    partitions_covered: float  # stage partitions (x per-stage mode vectors) covered by the solved combinations
     wall_time_s: float
+    mixed_considered: int = 0  # per-stage recompute combinations (setting without recompute, t, p, d; v = 1)
+    mixed_solved: int = 0  # of those, how many got an exact solve (``phaze.placement.mixed_dp``)
 
 
 @dataclass(frozen=True)

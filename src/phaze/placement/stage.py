@@ -95,18 +95,14 @@ class Topology:
 
 
 def _vec(f, x):
-    """Apply a scalar cost function elementwise (cost functions take Python scalars)."""
+    """Apply a scalar cost function elementwise (cost functions take Python scalars), once per distinct
+    value (a row of stage sizes often has only a few distinct boundary sizes)."""
     if np.ndim(x) == 0:
         return float(f(float(x)))
-    flat = np.asarray(x, dtype=float).reshape(-1)
-    cache: dict[float, float] = {}
-    out = np.empty_like(flat)
-    for i, v in enumerate(flat):
-        r = cache.get(v)
-        if r is None:
-            r = cache[v] = float(f(float(v)))
-        out[i] = r
-    return out.reshape(np.shape(x))
+    arr = np.asarray(x, dtype=float)
+    distinct, where = np.unique(arr, return_inverse=True)
+    vals = np.array([float(f(float(v))) for v in distinct])
+    return vals[where.reshape(-1)].reshape(arr.shape)
 
 
 def p2p_s(nbytes, tier: NetworkTier):
@@ -145,6 +141,25 @@ def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero1: bool):
         return (_vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes)
                 + _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes))
     return _vec(lambda b: allreduce_latency_s(b, d, tier), grad_bytes)
+
+
+_SYNC_ROWS: dict = {}
+
+
+def dp_sync_row(c: LayerCosts, e: int, h: int, s: StageSums, L: int, topo: Topology, zero1: bool):
+    """``dp_sync_s`` of a stage with e embeddings, nb = 0..L blocks and h heads (``s``), memoized: it
+    depends only on the stage's gradient and weight bytes and the DP group, not on p, the recompute mode or
+    the layer times, so the partition solves of many combinations share it."""
+    E, B, H = c.embedding, c.block, c.head
+    key = (e, h, L, E.grad_bytes, B.grad_bytes, H.grad_bytes, E.weight_bytes, B.weight_bytes, H.weight_bytes,
+           topo.dp, topo.dp_tier, zero1)
+    row = _SYNC_ROWS.get(key)
+    if row is None:
+        if len(_SYNC_ROWS) > 4096:
+            _SYNC_ROWS.clear()
+        row = _SYNC_ROWS[key] = np.asarray(dp_sync_s(s.grad_bytes, s.weight_bytes, topo, zero1), float)
+        row.setflags(write=False)
+    return row
 
 
 def tied_sync_s(c: LayerCosts, topo: Topology) -> float:

@@ -1,0 +1,95 @@
+"""Lower bounds on the iteration time of a plan combination, used to visit combinations in bound order,
+and the settings (or per-stage recompute groups of settings) the combinations are built from.
+
+A bound must never exceed the true optimum of its combination (else the optimizer's early stop would not
+be exact). For a per-stage recompute combination (``floor_costs``) every stage may use any of the modes, so
+its bound is computed from the least value of every per-layer quantity over the modes.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+from typing import Iterable, Mapping
+
+import numpy as np
+
+from phaze.placement import stage as st
+from phaze.placement.layer_costs import LayerCost, LayerCosts
+from phaze.workload.config import RECOMPUTE_MODES
+
+MEMORY_FIELDS = ("params", "weight_bytes", "grad_bytes", "optimizer_bytes", "tied_params")
+
+
+def divisors(n: int) -> list[int]:
+    out = [d for d in range(1, int(math.isqrt(n)) + 1) if n % d == 0]
+    return sorted(set(out + [n // d for d in out]))
+
+
+def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
+                  hbm_Bps: float, sync_s: float = 0.0) -> float:
+    """Iteration time no partition of this (setting, d, p, v) can beat. sum T >= S and max T >= S/p; the
+    stage with the most parameters (>= 1/p of them) pays its optimizer step and, beyond one backward
+    (which max T covers), its gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``p`` and
+    ``sync_s`` may be arrays (one bound per p)."""
+    tb = c.block.fwd_s + c.block.bwd_s
+    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
+    opt = traffic_per_dev / p / hbm_Bps
+    base = S / v + (m - 1.0 / v) * S / p + opt
+    k = m - 1.0 / v - 1.0
+    if isinstance(p, np.ndarray) or isinstance(sync_s, np.ndarray):  # one bound per p
+        alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
+        return np.where(np.asarray(sync_s) > 0, np.maximum(base, alt), base)
+    if sync_s <= 0:
+        return base
+    alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
+    return max(base, alt)
+
+
+def _least_cost(cs: Iterable[LayerCost]) -> LayerCost:
+    cs = list(cs)
+    return LayerCost(**{f.name: min(getattr(x, f.name) for x in cs) for f in fields(LayerCost)})
+
+
+def floor_costs(costs: Mapping[str, LayerCosts]) -> LayerCosts:
+    """Per layer kind and field the least value over the recompute modes (the setting of the first mode):
+    a stage with any mode costs at least this much time, memory and boundary bytes per layer."""
+    cs = list(costs.values())
+    return LayerCosts(*(_least_cost(getattr(c, k) for c in cs) for k in ("embedding", "block", "head")),
+                      setting=cs[0].setting, time_model=cs[0].time_model)
+
+
+def same_memory(costs: Mapping[str, LayerCosts]) -> bool:
+    """Parameters and static bytes do not depend on the recompute mode (true of the costs phaze builds):
+    then the optimizer step and gradient sync of a stage are the same whatever its mode."""
+    cs = list(costs.values())
+    return all(getattr(c[k], f) == getattr(cs[0][k], f) for c in cs[1:] for k in ("embedding", "block", "head")
+               for f in MEMORY_FIELDS)
+
+
+def least_traffic_bytes(costs: Mapping[str, LayerCosts], L: int) -> float:
+    """Optimizer-step HBM traffic of the whole model with each layer at its cheapest mode."""
+    def traffic(x: LayerCost) -> float:
+        return float(st.optimizer_traffic_bytes(x.grad_bytes, x.optimizer_bytes, x.weight_bytes, x.params))
+    cs = list(costs.values())
+    return sum(n * min(traffic(c[k]) for c in cs) for n, k in ((1, "embedding"), (L, "block"), (1, "head")))
+
+
+def group_by_mode(costs_by_setting: Mapping) -> dict:
+    """{setting with recompute "none": {mode: LayerCosts}} over the settings that differ only in recompute."""
+    out: dict = {}
+    for s, c in costs_by_setting.items():
+        out.setdefault(replace(s, recompute="none"), {})[s.recompute] = c
+    return out
+
+
+def combination_entries(costs_by_setting: Mapping, per_stage_recompute: bool, v_values) -> list:
+    """(setting, costs to solve with, costs to bound with): every setting on its own and, with
+    ``per_stage_recompute``, every group of >= 2 settings differing only in recompute as {mode: costs}
+    (v = 1 only) bounded by the least costs over its modes."""
+    out = [(s, c, c) for s, c in costs_by_setting.items()]
+    if per_stage_recompute and 1 in v_values:
+        for s, group in group_by_mode(costs_by_setting).items():
+            if len(group) >= 2:
+                group = {r: group[r] for r in RECOMPUTE_MODES if r in group}
+                out.append((s, group, floor_costs(group)))
+    return out
