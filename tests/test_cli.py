@@ -72,6 +72,18 @@ def test_evaluate_one_plan(capsys):
     assert 0 < d["mfu"] < 1
 
 
+def test_evaluate_per_stage_recompute(capsys):
+    """One mode per stage: each stage's breakdown carries its mode, and full recompute on the first half
+    sits between all-none and all-full in time."""
+    args = ("evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "64", "--global-batch",
+            "64", "--tp", "8", "--pp", "4", "--dp", "1", "--mbs", "1", "--recompute")
+    mixed = run_json(capsys, *args, "full,full,none,none")
+    assert [s["recompute"] for s in mixed["stage_breakdown"]] == ["full", "full", "none", "none"]
+    assert mixed["recompute"] == ["full", "full", "none", "none"]
+    t = {m: run_json(capsys, *args, m)["iteration_time_s"] for m in ("none", "full")}
+    assert t["none"] < mixed["iteration_time_s"] < t["full"]
+
+
 def test_validate_json_meets_the_error_goal(capsys):
     d = run_json(capsys, "validate")
     assert d["time_mean_abs_pct"] <= 3.0 and d["time_max_abs_pct"] <= 6.0
@@ -90,6 +102,8 @@ def test_validate_json_meets_the_error_goal(capsys):
      "--cluster", "dgx-a100:64"),
     ("evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "8",
      "--tp", "8", "--pp", "2", "--dp", "1", "--mbs", "1"),
+    ("evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "64", "--global-batch", "64",
+     "--tp", "8", "--pp", "4", "--dp", "1", "--mbs", "1", "--recompute", "full,none"),
     ("results", "show", "--store", "/nonexistent/phaze.db"),
     ("arch", "--budget-mm2", "-5"),
 ])
