@@ -53,30 +53,35 @@ def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices,
     """min iteration time over every plan (every partition, every t/p/d/v/zero1), evaluated by evaluate."""
     best = math.inf
     for s, c in costs_by_setting.items():
-        mbs, t = s.microbatch_size, s.tp
-        if B % mbs:
-            continue
-        for d in range(1, B // mbs + 1):
-            if (B // mbs) % d or t * d > devices:
-                continue
-            m = B // (mbs * d)
-            for p in range(1, L + 3):
-                if p * t * d > devices:
-                    break
-                for z in zero1:
-                    kw = dict(tp=t, dp=d, microbatch_size=mbs, num_microbatches=m, recompute=s.recompute,
-                              sequence_parallel=s.sequence_parallel, zero1=z)
-                    plans = []
-                    for v in interleave_values:
-                        if v == 1:
-                            plans += [plan_of(bl, **kw) for bl in compositions(L, p)]
-                        elif p >= 2 and L % (p * v) == 0 and m % p == 0:
-                            plans.append(Plan.balanced(L, p, interleave=v, **kw))
-                    for plan in plans:
-                        ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap)
-                        if ev.fits:
-                            best = min(best, ev.iteration_time_s)
+        for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
+            kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
+                      sequence_parallel=s.sequence_parallel, zero1=z)
+            plans = []
+            for v in interleave_values:
+                if v == 1:
+                    plans += [plan_of(bl, **kw) for bl in compositions(L, p)]
+                elif p >= 2 and L % (p * v) == 0 and m % p == 0:
+                    plans.append(Plan.balanced(L, p, interleave=v, **kw))
+            for plan in plans:
+                ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap)
+                if ev.fits:
+                    best = min(best, ev.iteration_time_s)
     return best
+
+
+def plan_shapes(s, L, B, devices, zero1):
+    """Every (d, m, p, zero1) of a setting: d divides B / mbs, p * t * d <= devices."""
+    mbs, t = s.microbatch_size, s.tp
+    if B % mbs:
+        return
+    for d in range(1, B // mbs + 1):
+        if (B // mbs) % d or t * d > devices:
+            continue
+        for p in range(1, L + 3):
+            if p * t * d > devices:
+                break
+            for z in zero1:
+                yield d, B // (mbs * d), p, z
 
 
 def mode_vectors(modes, p: int):
@@ -94,28 +99,18 @@ def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, de
         groups.setdefault(replace(s, recompute="none"), {})[s.recompute] = c
     best = math.inf
     for s, group in groups.items():
-        mbs, t = s.microbatch_size, s.tp
-        if B % mbs:
-            continue
-        for d in range(1, B // mbs + 1):
-            if (B // mbs) % d or t * d > devices:
-                continue
-            m = B // (mbs * d)
-            for p in range(1, L + 3):
-                if p * t * d > devices:
-                    break
-                for z in zero1:
-                    kw = dict(tp=t, dp=d, microbatch_size=mbs, num_microbatches=m,
-                              sequence_parallel=s.sequence_parallel, zero1=z)
-                    plans = []
-                    for v in interleave_values:
-                        if v == 1:
-                            plans += [plan_of(bl, recompute=rc, **kw) for bl in compositions(L, p)
-                                      for rc in mode_vectors(list(group), p)]
-                        elif p >= 2 and L % (p * v) == 0 and m % p == 0:
-                            plans += [Plan.balanced(L, p, interleave=v, recompute=rc, **kw) for rc in group]
-                    for plan in plans:
-                        ev = evaluate_costs(plan, group, cluster, B, device, num_blocks=L, overlap_dp=overlap)
-                        if ev.fits:
-                            best = min(best, ev.iteration_time_s)
+        for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
+            kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
+                      sequence_parallel=s.sequence_parallel, zero1=z)
+            plans = []
+            for v in interleave_values:
+                if v == 1:
+                    plans += [plan_of(bl, recompute=rc, **kw) for bl in compositions(L, p)
+                              for rc in mode_vectors(list(group), p)]
+                elif p >= 2 and L % (p * v) == 0 and m % p == 0:
+                    plans += [Plan.balanced(L, p, interleave=v, recompute=rc, **kw) for rc in group]
+            for plan in plans:
+                ev = evaluate_costs(plan, group, cluster, B, device, num_blocks=L, overlap_dp=overlap)
+                if ev.fits:
+                    best = min(best, ev.iteration_time_s)
     return best
