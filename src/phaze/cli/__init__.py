@@ -68,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cluster", default=None)
     p.add_argument("--layer", choices=("embedding", "block", "head"), action="append", default=None,
                    help="layer kind(s) to schedule (default: all)")
-    p.add_argument("--time-limit", type=float, default=5.0, help="CP-SAT limit per layer, seconds")
+    p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer, seconds (a node and work budget derived from it ends the search)")
     p.add_argument("--gantt", default=None, help="write a Gantt chart of the block's backward (PNG with [plot], else text)")
     _setting_args(p)
     p.set_defaults(func=c.cmd_schedule)

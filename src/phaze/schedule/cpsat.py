@@ -7,10 +7,11 @@ solution is mapped back to real time by keeping each core's op order and re-timi
 durations (never later than the tick schedule). Rounding each of at most n ops up by < 1 tick costs at
 most n ticks, so ``bound_ticks - n`` ticks is a valid real-time lower bound.
 
-Search: ``num_workers`` subsolvers (LNS, LP-based, core-based ...) interleaved on ONE thread
-(``interleave_search``: the sequence of solutions is deterministic). A deterministic-time budget is set,
-but CP-SAT 9.x does not enforce it in interleaved mode (measured), so the wall-clock limit still ends
-unproven searches: those (status "feasible") can differ between runs; proven results do not. Every solution found is re-timed in real time; the search stops as
+Search: ``num_workers`` subsolvers (LNS, LP-based, core-based ...) interleaved on ONE thread. With one
+worker the deterministic-time budget (``DET_PER_S`` x the time limit) is enforced and ends the search
+before the wall clock on this machine, so results repeat; with several, CP-SAT 9.x does not reliably
+enforce it (measured: 0.06 units took 7 s), so the wall clock ends unproven searches and those (status
+"feasible") can differ between runs. Every solution found is re-timed in real time; the search stops as
 soon as one meets ``target_s`` (a valid real-time lower bound): it is then optimal.
 """
 from __future__ import annotations
@@ -39,9 +40,9 @@ def _ticks(d: float, tick_s: float) -> int:
     return t if t * tick_s >= d else t + 1
 
 
-# CP-SAT deterministic-time units per wall second, measured on these models on the benchmark machine
-# (0.09-0.55); meant to end the search before the wall clock (not enforced with interleave_search yet).
-DET_PER_S = 0.06
+# CP-SAT deterministic-time units per wall second of limit. One worker did 0.5-1 unit/s on the hardest
+# layers here, so a quarter of that ends the search well before the wall clock (see solve()).
+DET_PER_S = 0.25
 OPTIMAL_RTOL = 1e-9
 
 
@@ -75,7 +76,7 @@ def _contending(problem: ScheduleProblem) -> list[bool]:
             > problem.capacity(op.kind) for i, op in enumerate(problem.ops)]
 
 
-def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num_workers: int = 8,
+def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num_workers: int = 1,
                 random_seed: int = 0, resolution: int = 1 << 20, params: dict | None = None,
                 target_s: float = 0.0, det_limit: float | None = None) -> CpResult:
     n = len(problem.ops)

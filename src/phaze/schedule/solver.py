@@ -1,25 +1,36 @@
-"""``solve``: bounds first, then the list-scheduling heuristic, then CP-SAT only where they differ."""
+"""``solve``: bounds and the list-scheduling heuristic first; where they differ, an exact branch and bound
+(``bnb``), and CP-SAT (``cpsat``) only for what the branch and bound leaves unproven."""
 from __future__ import annotations
 
 import time
 
 from phaze.errors import ConfigError
+from phaze.schedule.bnb import solve_bnb
 from phaze.schedule.bounds import lower_bound_s
 from phaze.schedule.cpsat import solve_cpsat
 from phaze.schedule.heuristic import assign_cores, heuristic_timing, to_scheduled_ops
 from phaze.schedule.problem import Schedule, ScheduleProblem
 from phaze.schedule.reduce import isolated_fastest
 
-OPTIMAL_RTOL = 1e-9  # upper and lower bound this close (relative): proven optimal without CP-SAT
+OPTIMAL_RTOL = 1e-9  # upper and lower bound this close (relative): proven optimal
+# Branch-and-bound nodes allowed per second of time limit. A node count, not the clock, ends the search,
+# so results do not depend on the machine's speed or load. About 3,000 nodes/s were measured here; the
+# hardest layer proofs of the benchmarks took < 2,000 nodes (benchmarks/bench_bnb.py).
+BNB_NODES_PER_S = 2000
+BNB_TIME_SHARE = 0.9  # the wall-clock safety net of the branch and bound, as a share of the time limit
 
 
 def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = True, *,
-          num_workers: int = 8, random_seed: int = 0, params: dict | None = None) -> Schedule:
+          num_workers: int = 1, random_seed: int = 0, params: dict | None = None) -> Schedule:
     """Minimum-makespan schedule of one layer on one chip. Never raises on time-out: returns the best
-    schedule found with a valid lower bound; ``status`` is "optimal" (proven, up to CP-SAT's tick
-    rounding: within n_ops ticks of 2^-20 x the heuristic makespan), "feasible" (CP-SAT incumbent) or
-    "heuristic" (list scheduling only). Ops that can never contend are first fixed to their fastest mode
-    (``reduce.isolated_fastest``, optimum unchanged); ``num_workers`` CP-SAT subsolvers share one thread."""
+    schedule found with a valid lower bound; ``status`` is "optimal" (proven: by the bounds or the branch
+    and bound, to a relative 1e-9; by CP-SAT, up to its tick rounding: within n_ops ticks of 2^-20 x the
+    heuristic makespan), "feasible" (an incumbent without proof) or "heuristic" (list scheduling only).
+    Ops that can never contend are first fixed to their fastest mode (``reduce.isolated_fastest``, optimum
+    unchanged). Deterministic: the branch and bound stops after ``BNB_NODES_PER_S x time_limit_s`` nodes
+    and CP-SAT (``num_workers`` subsolvers; 1 = one deterministic worker) after a deterministic work
+    budget; the wall clock ``time_limit_s`` is only a safety net (on a machine much slower than the one
+    these budgets were measured on, it may end a search first, and then results may vary)."""
     if not time_limit_s > 0:
         raise ConfigError(f"schedule: time limit must be positive seconds, got {time_limit_s!r}")
     t0 = time.perf_counter()
@@ -31,14 +42,21 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     if timing.makespan <= lb * (1.0 + OPTIMAL_RTOL):
         status = "optimal"
     elif exact:
-        res = solve_cpsat(problem, timing, max(time_limit_s - (time.perf_counter() - t0), 1e-3),
-                          num_workers=num_workers, random_seed=random_seed, params=params,
-                          target_s=lb, det_limit=time_limit_s)
-        lb = max(lb, res.lower_bound_s)
-        if res.timing is not None:
-            status = "optimal" if res.proven else "feasible"
-            if res.timing.makespan < timing.makespan:
-                timing, cores = res.timing, res.cores
+        bb = solve_bnb(problem, BNB_TIME_SHARE * time_limit_s, max(100, int(BNB_NODES_PER_S * time_limit_s)),
+                       upper=timing)
+        lb = max(lb, bb.lower_bound_s)
+        if bb.timing.makespan < timing.makespan:
+            timing, cores = bb.timing, assign_cores(problem, bb.timing)
+        status = "optimal" if bb.proven else "feasible"
+        left_s = time_limit_s - (time.perf_counter() - t0)
+        if not bb.proven and left_s > 1e-3:
+            res = solve_cpsat(problem, timing, left_s, num_workers=num_workers, random_seed=random_seed,
+                              params=params, target_s=lb, det_limit=time_limit_s)
+            lb = max(lb, res.lower_bound_s)
+            if res.timing is not None:
+                status = "optimal" if res.proven else "feasible"
+                if res.timing.makespan < timing.makespan:
+                    timing, cores = res.timing, res.cores
     makespan = timing.makespan
     lb = min(lb, makespan)
     if makespan <= lb * (1.0 + OPTIMAL_RTOL):

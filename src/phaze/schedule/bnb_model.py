@@ -1,0 +1,233 @@
+"""The static data of a branch-and-bound scheduling problem and its node lower bound (see ``bnb``).
+
+``NodeModel`` precomputes per op its kind, modes, works, tails, predecessor masks, twin links, the
+delays (ops that never contend) and the conflicting pairs; ``NodeModel.bound`` is the lower bound of a node
+(heads with the cores running ops hold, conflicting pairs, energetic reasoning), every part a relaxation.
+"""
+# The hot loops compare with ``if`` rather than calling min()/max(): about 30% faster in CPython here.
+# ruff: noqa: PLR1730, FURB136
+from __future__ import annotations
+
+from itertools import pairwise
+
+from phaze.schedule.bounds import heads_tails
+from phaze.schedule.problem import ScheduleProblem, topo_order
+from phaze.schedule.reduce import overlappable, twins
+
+KIND_INDEX = {"tc": 0, "vc": 1, "net": 2}
+INF = float("inf")
+
+
+class NodeModel:
+    """Static data of the (reduced) problem."""
+
+    def __init__(self, p: ScheduleProblem) -> None:
+        n = self.n = len(p.ops)
+        self.caps = (p.num_tc, p.num_vc, 1)
+        self.kind = [KIND_INDEX[op.kind] for op in p.ops]
+        self.modes = [tuple(op.modes) for op in p.ops]
+        self.ks = [tuple(k for k, _ in ms) for ms in self.modes]
+        self.ds = [tuple(d for _, d in ms) for ms in self.modes]
+        self.works = [tuple(k * d for k, d in ms) for ms in self.modes]
+        self.dmin = [min(ds) for ds in self.ds]
+        _, self.tail = heads_tails(p, self.dmin)
+        self.preds = p.preds()
+        self.order = topo_order(n, p.edges)
+        over = overlappable(p)
+        caps = self.caps
+        contend = [max(self.ks[i]) + sum(max(self.ks[j]) for j in over[i]) > caps[self.kind[i]]
+                   for i in range(n)]
+        self.delay = [not contend[i] and len(self.modes[i]) == 1 for i in range(n)]
+        self.pmask = [sum(1 << q for q in self.preds[i]) for i in range(n)]
+        self.twin_prev = [-1] * n
+        for g in twins(p):
+            for a, b in pairwise(g):
+                self.twin_prev[b] = a
+        # pairs of overlappable contending ops whose fastest modes do not fit side by side; for each
+        # mode a of i, the index of j's largest mode fitting next to it (or -1)
+        self.pairs = []
+        for i in range(n):
+            if self.delay[i]:
+                continue
+            c = self.kind[i]
+            fi = self.ds[i].index(self.dmin[i])
+            for j in over[i]:
+                if j <= i or self.delay[j]:
+                    continue
+                fj = self.ds[j].index(self.dmin[j])
+                if self.ks[i][fi] + self.ks[j][fj] <= caps[c]:
+                    continue
+                fit = []
+                for a, ka in enumerate(self.ks[i]):
+                    b = max((b for b, kb in enumerate(self.ks[j]) if ka + kb <= caps[c]), default=-1)
+                    fit.append(b)
+                self.pairs.append((i, j, tuple(fit)))
+        # per op: the pairs among its direct predecessors (both must end before it starts)
+        self.pred_pairs = [[pr for pr in self.pairs if pr[0] in self.preds[s] and pr[1] in self.preds[s]]
+                           for s in range(n)]
+
+    def bound(self, tn: float, started: int, ends: list, kcur: list, thr: float) -> float:
+        """Lower bound on any completion, with makespan below ``thr``, of the node whose started ops are
+        ``started`` (ends and cores ``kcur``) and whose next decision time is ``tn``; >= thr means none."""
+        n = self.n
+        tail, kind, delay, caps = self.tail, self.kind, self.delay, self.caps
+        # running contending ops per kind: sorted (end, cores) with end > tn
+        run = ([], [], [])
+        for j in range(n):
+            if started >> j & 1 and ends[j] > tn and not delay[j]:
+                run[kind[j]].append((ends[j], kcur[j]))
+        for lst in run:
+            lst.sort()
+        lb = 0.0
+        head = [0.0] * n  # earliest start (not started ops)
+        eend = [0.0] * n  # earliest end (all ops)
+        fin: list = [None] * n  # per mode: earliest end, or inf if the mode cannot beat thr
+        work = [0.0] * n
+        for i in self.order:
+            if started >> i & 1:
+                e = ends[i]
+                eend[i] = e
+                if e + tail[i] > lb:
+                    lb = e + tail[i]
+                continue
+            h = tn
+            for q in self.preds[i]:
+                if eend[q] > h:
+                    h = eend[q]
+            for a, b, fit in self.pred_pairs[i]:
+                if started >> a & 1 or started >> b & 1:
+                    continue
+                ea, eb = eend[a], eend[b]
+                v = max(ea, head[b]) + self.dmin[b]
+                w = max(eb, head[a]) + self.dmin[a]
+                if w < v:
+                    v = w
+                if v <= h:
+                    continue
+                fa_, fb_ = fin[a], fin[b]
+                for ma, mb in enumerate(fit):
+                    if mb < 0:
+                        break
+                    w = max(fa_[ma], min(fb_[: mb + 1]))
+                    if w < v:
+                        v = w
+                        if v <= h:
+                            break
+                if v > h:
+                    h = v
+            head[i] = h
+            qi = tail[i]
+            if delay[i]:
+                e = h + self.ds[i][0]
+                eend[i] = e
+                if e + qi > lb:
+                    lb = e + qi
+                continue
+            rl = run[kind[i]]
+            cap = caps[kind[i]]
+            used = 0
+            for _, k in rl:
+                used += k
+            fl = []
+            best = INF
+            wmin = INF
+            for k, d, w in zip(self.ks[i], self.ds[i], self.works[i]):
+                s = h
+                if used + k > cap:  # wait for enough running ops to end
+                    u = used
+                    for e, kk in rl:
+                        u -= kk
+                        if u + k <= cap:
+                            if e > s:
+                                s = e
+                            break
+                f = s + d
+                if f + qi < thr:
+                    fl.append(f)
+                    if f < best:
+                        best = f
+                    if w < wmin:
+                        wmin = w
+                else:
+                    fl.append(INF)
+            if best == INF:
+                return INF
+            fin[i] = fl
+            eend[i] = best
+            work[i] = wmin
+            if best + qi > lb:
+                lb = best + qi
+        if lb >= thr:
+            return lb
+        # pairs: side by side (modes that fit together) or one after the other (fastest modes)
+        for i, j, fit in self.pairs:
+            if started >> i & 1 or started >> j & 1:
+                continue
+            qi, qj = tail[i], tail[j]
+            ei, ej = eend[i], eend[j]
+            v = max(ei + qi, max(ei, head[j]) + self.dmin[j] + qj)
+            w = max(ej + qj, max(ej, head[i]) + self.dmin[i] + qi)
+            if w < v:
+                v = w
+            if v <= lb:
+                continue
+            fi, fj = fin[i], fin[j]
+            for a, b in enumerate(fit):
+                if b < 0:
+                    break
+                fa = fi[a]
+                if fa + qi >= v:
+                    continue
+                fb = min(fj[: b + 1])
+                w = fa + qi if fa + qi > fb + qj else fb + qj
+                if w < v:
+                    v = w
+                    if v <= lb:
+                        break
+            if v > lb:
+                lb = v
+                if lb >= thr:
+                    return lb
+        # energetic: ops not started with head >= r0 and tail >= q0 run in [r0, makespan - q0]
+        for c in range(3):
+            items = [(head[i], tail[i], work[i]) for i in range(n)
+                     if not started >> i & 1 and kind[i] == c and not delay[i]]
+            if not items:
+                continue
+            items.sort(key=lambda it: -it[1])
+            cap = caps[c]
+            rl = run[c]
+            for r0 in sorted({it[0] for it in items}):
+                acc = 0.0
+                for ri, qi, w in items:
+                    if ri < r0:
+                        continue
+                    acc += w
+                    x = finv(rl, cap, r0, acc) + qi
+                    if x > lb:
+                        lb = x
+            if lb >= thr:
+                return lb
+        return lb
+
+
+def finv(run, cap, r0, w):
+    """Earliest x >= r0 whose integral of free cores over [r0, x] is >= w; run: sorted (end, cores) of the
+    running ops (the free cores only grow as they end)."""
+    used = 0
+    for e, k in run:
+        if e > r0:
+            used += k
+    x = r0
+    for e, k in run:
+        if e <= r0:
+            continue
+        free = cap - used
+        if free > 0:
+            seg = (e - x) * free
+            if seg >= w:
+                return x + w / free
+            w -= seg
+        x = e
+        used -= k
+    return x + w / cap
