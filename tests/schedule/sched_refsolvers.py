@@ -8,6 +8,19 @@ import random
 from phaze.schedule import SchedOp, ScheduleProblem, prune_modes
 
 
+def random_problems(max_ops: int = 6, max_tc: int = 3):
+    """Hypothesis strategy: ``random_problem`` with up to ``max_ops`` ops and ``max_tc`` tensor cores."""
+    from hypothesis import strategies as st
+
+    @st.composite
+    def draw_problem(draw):
+        seed = draw(st.integers(0, 2 ** 32 - 1))
+        n = draw(st.integers(1, max_ops))
+        return random_problem(random.Random(seed), n, draw(st.integers(1, max_tc)), draw(st.integers(1, 3)),
+                              draw(st.sampled_from([0.0, 0.2, 0.4, 0.7])))
+    return draw_problem()
+
+
 def random_problem(rng: random.Random, n_ops: int, num_tc: int, num_vc: int, p_edge: float) -> ScheduleProblem:
     ops = []
     for i in range(n_ops):

@@ -14,7 +14,7 @@ from phaze.schedule.problem import Schedule
 from phaze.workload.config import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.zoo import get_model
-from sched_refsolvers import brute_force_makespan, milp_makespan, random_problem
+from sched_refsolvers import brute_force_makespan, milp_makespan, random_problem, random_problems
 from test_schedule_reduce import with_twins
 
 RTOL = 1e-9  # the branch and bound works in real time: optimal up to this relative tolerance
@@ -31,16 +31,8 @@ def checked(problem, res):
     return t.makespan
 
 
-@st.composite
-def problems(draw, max_ops=6):
-    seed = draw(st.integers(0, 2 ** 32 - 1))
-    n = draw(st.integers(1, max_ops))
-    return random_problem(random.Random(seed), n, draw(st.integers(1, 4)), draw(st.integers(1, 3)),
-                          draw(st.sampled_from([0.0, 0.2, 0.4, 0.7])))
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
+@given(random_problems(max_ops=6, max_tc=4))
 def test_bnb_matches_brute_force(problem):
     best = brute_force_makespan(problem)
     res = solve_bnb(problem, time_limit_s=30.0)

@@ -3,31 +3,34 @@ import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from phaze.schedule import lower_bound_s, solve, validate
+from phaze.schedule.cpsat import solve_cpsat
 from phaze.schedule.heuristic import assign_cores, heuristic_timing, to_scheduled_ops
 from phaze.schedule.problem import Schedule
-from sched_refsolvers import brute_force_makespan, milp_makespan, random_problem
+from sched_refsolvers import brute_force_makespan, milp_makespan, random_problem, random_problems
 
 # CP-SAT rounds durations up to ticks of heuristic_makespan / 2^20; n ops lose at most n ticks.
 RTOL = 1e-4
 
 
-@st.composite
-def problems(draw, max_ops=6):
-    seed = draw(st.integers(0, 2 ** 32 - 1))
-    n = draw(st.integers(1, max_ops))
-    return random_problem(random.Random(seed), n, draw(st.integers(1, 3)), draw(st.integers(1, 3)),
-                          draw(st.sampled_from([0.0, 0.2, 0.4, 0.7])))
-
-
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems())
-def test_cpsat_matches_brute_force_and_bounds(problem):
+@given(random_problems())
+def test_solve_and_cpsat_match_brute_force_and_bounds(problem):
     best = brute_force_makespan(problem)
     sched = solve(problem, time_limit_s=2.0)
     validate(problem, sched)
+    # CP-SAT alone (solve() only reaches it when the branch and bound is unproven)
+    hint = heuristic_timing(problem)
+    cp = solve_cpsat(problem, hint, 10.0, det_limit=40.0)
+    if cp.timing is not None:
+        cp_sched = Schedule(cp.timing.makespan, cp.lower_bound_s, "feasible", 0.0, 0.0,
+                            to_scheduled_ops(problem, cp.timing, cp.cores))
+        validate(problem, cp_sched)
+        assert cp.timing.makespan >= best * (1 - 1e-9)
+        if cp.proven:
+            assert cp.timing.makespan <= best * (1 + RTOL)
+    assert cp.lower_bound_s <= best * (1 + 1e-9)
     assert sched.lower_bound_s <= best * (1 + 1e-9)
     assert sched.makespan_s >= best * (1 - 1e-9)
     assert lower_bound_s(problem) <= best * (1 + 1e-9)
@@ -41,7 +44,7 @@ def test_cpsat_matches_brute_force_and_bounds(problem):
 
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(problems(max_ops=5))
+@given(random_problems(max_ops=5))
 def test_brute_force_agrees_with_highs_milp(problem):
     assert milp_makespan(problem) == pytest.approx(brute_force_makespan(problem), rel=1e-6)
 
