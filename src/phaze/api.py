@@ -280,12 +280,20 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
                       prune=prune, quiet=quiet)
 
 
-def results(store: str, top: int | None = 10) -> list[dict]:
-    """The best ``top`` exactly evaluated candidates of a search store."""
+def results(store: str, top: int | None = 10, model: str | None = None) -> list[dict]:
+    """The best ``top`` exactly evaluated candidates of a search store: the joint ranking, or with ``model``
+    (a multi-model search's model name) that model's own ranking."""
     from phaze.search import Store
 
     s = Store.open_existing(store)
     try:
-        return s.rows(top=top)
+        if model is None:
+            return s.rows(top=top)
+        names = [m["name"] for m in s.fingerprint().get("models", [])]
+        if model not in names:
+            raise ConfigError(f"--model {model!r} is not in this store's search (models: {', '.join(names)})")
+        if len(names) == 1:
+            return s.rows(top=top)
+        return s.scoped(names.index(model), create=False).rows(top=top)
     finally:
         s.close()

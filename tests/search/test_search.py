@@ -156,6 +156,13 @@ def test_two_models_report_each_models_own_best_chip(tmp_path):
         assert got["score"] == pytest.approx(alone.best["score"], rel=1e-12)
         assert (got["chip"], got["hbm_gib"]) == (alone.best["chip"], alone.best["hbm_gib"])
     assert both.counts["per_model"]["tiny"]["exact"] >= 1
+    from phaze import api
+    from phaze.errors import ConfigError
+    top = api.results(both.store, top=1, model="small")[0]
+    assert (top["chip"], top["hbm_gib"]) == (both.per_model[1]["chip"], both.per_model[1]["hbm_gib"])
+    assert api.results(both.store, top=1)[0]["chip"] == both.best["chip"]
+    with pytest.raises(ConfigError, match="not in this store"):
+        api.results(both.store, model="gpt3-175b")
 
 
 def test_front_table_keeps_ends_and_caps_rows():

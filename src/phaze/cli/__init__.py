@@ -128,6 +128,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", default="phaze-results.db")
     p.add_argument("--format", choices=("json", "csv"), default="json")
     p.add_argument("--top", type=int, default=10)
+    p.add_argument("--model", default=None, help="a multi-model search: that model's own ranking")
     p.set_defaults(func=c.cmd_results)
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100)")

@@ -176,7 +176,7 @@ def cmd_search(args) -> int:
 def cmd_results(args) -> int:
     from phaze.report.search import results_rows
 
-    rows = api.results(args.store, args.top)
+    rows = api.results(args.store, args.top, args.model)
     if args.action == "export":
         if args.format == "csv":
             import csv
@@ -190,7 +190,8 @@ def cmd_results(args) -> int:
         return 0
     flat = [results_rows(r) for r in rows]
     cols = list(flat[0]) if flat else ["chip"]
-    return _out(args, rows, table(f"{args.store}: top {args.top} exactly evaluated candidates", cols,
+    scope = f" for {args.model} alone" if args.model else ""
+    return _out(args, rows, table(f"{args.store}: top {args.top} exactly evaluated candidates{scope}", cols,
                                   [[r[c] for c in cols] for r in flat]))
 
 

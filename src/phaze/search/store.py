@@ -30,12 +30,17 @@ class Store:
     def __init__(self, con: sqlite3.Connection, path: str, table: str = "results") -> None:
         self.con, self.path, self.table = con, path, table
 
-    def scoped(self, model_index: int) -> "Store":
+    def scoped(self, model_index: int, create: bool = True) -> "Store":
         """The same file's results of one model searched alone (table ``results_model<k>``; the joint
-        results of a multi-model search stay in ``results``). Shares the connection: close the parent."""
+        results of a multi-model search stay in ``results``). Shares the connection: close the parent.
+        ``create=False`` (reading): a search that has not reached that model yet raises StoreError."""
         table = f"results_model{int(model_index)}"
-        with self.con:
-            self.con.executescript(_TABLE.format(table=table))
+        if create:
+            with self.con:
+                self.con.executescript(_TABLE.format(table=table))
+        elif self.con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is None:
+            raise StoreError(f"store {self.path} has no per-model results for model {model_index} yet; "
+                             f"finish the search with --resume")
         return Store(self.con, self.path, table)
 
     @classmethod
