@@ -92,8 +92,8 @@ def mode_vectors(modes, p: int):
 
 def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices, interleave_values=(1,),
                       zero1=(False,), overlap=True):
-    """min iteration time over every plan where each v = 1 pipeline stage picks its own recompute mode among
-    the settings that differ only in recompute (interleaved plans: one mode per plan), by evaluate."""
+    """min iteration time over every plan where each pipeline stage picks its own recompute mode among
+    the settings that differ only in recompute (interleaved plans too), by evaluate."""
     groups: dict = {}
     for s, c in costs_by_setting.items():
         groups.setdefault(replace(s, recompute="none"), {})[s.recompute] = c
@@ -108,7 +108,8 @@ def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, de
                     plans += [plan_of(bl, recompute=rc, **kw) for bl in compositions(L, p)
                               for rc in mode_vectors(list(group), p)]
                 elif p >= 2 and L % (p * v) == 0 and m % p == 0:
-                    plans += [Plan.balanced(L, p, interleave=v, recompute=rc, **kw) for rc in group]
+                    plans += [Plan.balanced(L, p, interleave=v, recompute=rc, **kw)
+                              for rc in mode_vectors(list(group), p)]
             for plan in plans:
                 ev = evaluate_costs(plan, group, cluster, B, device, num_blocks=L, overlap_dp=overlap)
                 if ev.fits:

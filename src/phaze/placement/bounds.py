@@ -85,9 +85,9 @@ def group_by_mode(costs_by_setting: Mapping) -> dict:
 def combination_entries(costs_by_setting: Mapping, per_stage_recompute: bool, v_values) -> list:
     """(setting, costs to solve with, costs to bound with): every setting on its own and, with
     ``per_stage_recompute``, every group of >= 2 settings differing only in recompute as {mode: costs}
-    (v = 1 only) bounded by the least costs over its modes."""
+    bounded by the least costs over its modes."""
     out = [(s, c, c) for s, c in costs_by_setting.items()]
-    if per_stage_recompute and 1 in v_values:
+    if per_stage_recompute:
         for s, group in group_by_mode(costs_by_setting).items():
             if len(group) >= 2:
                 group = {r: group[r] for r in RECOMPUTE_MODES if r in group}

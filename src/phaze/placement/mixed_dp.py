@@ -17,8 +17,8 @@ soon as the bound S(inf, inf) + (m-1) U + W (resp. S(U, inf) + (m-1) U + W) cann
 (or the caller's cutoff, so most combinations of a search end after one DP run). The least feasible
 bounds come from binary searches on a feasibility test that needs no DP when every stage's allowed block
 counts form an interval (sum of lows <= L <= sum of highs). No structural assumption (affine times,
-quasi-convex R) is needed, unlike ``phaze.placement.dp``. Interleaved plans (v > 1) are not covered: the
-optimizer keeps one recompute mode per interleaved plan.
+quasi-convex R) is needed, unlike ``phaze.placement.dp``. Interleaved plans (v > 1) have a fixed
+partition and are handled by ``phaze.placement.mixed_interleaved``.
 """
 from __future__ import annotations
 

@@ -8,10 +8,11 @@ Plan space (documented choices):
   ``use_all_devices=True`` only p * t * d == devices).
 - v (interleaving): v > 1 needs p >= 2, L divisible by p*v (equal virtual stages, as Megatron requires)
   and m divisible by p (Megatron's interleaved schedule); the partition is then fixed.
-- recompute: with v = 1 each pipeline stage picks its own mode among the requested ones, jointly with the
-  partition (``per_stage_recompute``, on in ``optimize`` when >= 2 modes are given): the stages that stash
-  the most microbatches can recompute while the others do not. Interleaved plans (v > 1) keep one mode per
-  plan. A plan whose stages all use one mode reports it as a plain string.
+- recompute: each pipeline stage (device) picks its own mode among the requested ones
+  (``per_stage_recompute``, on in ``optimize`` when >= 2 modes are given): the stages that stash the most
+  microbatches can recompute while the others do not. With v = 1 jointly with the partition; with v > 1
+  (fixed partition) by ``phaze.placement.mixed_interleaved``. A plan whose stages all use one mode reports
+  it as a plain string.
 For v = 1 the stage partition is solved exactly: one mode by ``phaze.placement.dp``, per-stage modes by
 ``phaze.placement.mixed_dp`` (an extra combination per (setting without recompute, d, p, ZeRO-1), bounded
 with the least per-layer costs over its modes, so never above its optimum). Combinations are visited in
@@ -38,6 +39,7 @@ from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
 from phaze.placement.mixed_dp import MixedPartitionProblem
+from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.workload.config import ModelConfig, TrainSetting
 
@@ -125,17 +127,19 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
             for z in z_values:
                 static_total = tot.static_bytes(1.0 / d if z else 1.0)
                 tr = traffic / d if z else traffic
-                if mixed:  # v = 1 and p >= 2 only, every p at once
+                if mixed:  # p >= 2 only, every p at once
                     ps = np.arange(2, p_max + 1)
                     if use_all_devices:
                         ps = ps[ps * t * d == N]
-                    mixed_considered += len(ps)
-                    ps = ps[(static_total + act_total) / ps <= cap]  # the model's memory spreads over p
-                    sync = (np.array([sync_of(t, d, p, z, grads_total, weights_total) for p in ps.tolist()])
-                            if d > 1 and with_sync and len(ps) else 0.0)
-                    lbs = lower_bound_s(cb, L, ps, 1, m, pf, pb, tr, device.hbm_Bps, sync)
-                    for p, lb in zip(ps.tolist(), np.atleast_1d(lbs).tolist()):
-                        combos.append((lb, len(combos), s, c, d, p, 1, z, m))
+                    for v in v_values:
+                        pv = ps if v == 1 else ps[(L % (ps * v) == 0) & (m % ps == 0)]
+                        mixed_considered += len(pv)
+                        pv = pv[(static_total + act_total) / pv <= cap]  # the model's memory spreads over p
+                        sync = (np.array([sync_of(t, d, p, z, grads_total, weights_total) for p in pv.tolist()])
+                                if d > 1 and with_sync and len(pv) else 0.0)
+                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
+                            combos.append((lb, len(combos), s, c, d, p, v, z, m))
                     continue
                 for p in range(1, p_max + 1):
                     if use_all_devices and p * t * d != N:
@@ -170,7 +174,16 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
             topo = topo_cache[key] = st.Topology.of(cluster, s.tp, d, p)
         kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
                   sequence_parallel=s.sequence_parallel, zero1=z)
-        if isinstance(c, dict):
+        if isinstance(c, dict) and v > 1:
+            mixed_solved += 1
+            covered += len(c) ** p
+            kw.pop("recompute")
+            found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, **kw)
+            if found is None or isinstance(found[0].recompute, str):
+                continue  # nothing fits, or one mode for all: the uniform combination has that plan
+            plan, obj = found
+            c = {r: c[r] for r in dict.fromkeys(plan.recompute)}
+        elif isinstance(c, dict):
             mixed_solved += 1
             covered += math.comb(L + 1, p - 1) * len(c) ** p
             msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps,

@@ -1,0 +1,58 @@
+"""A recompute mode per pipeline device for an interleaved plan (v > 1), whose partition is fixed.
+
+With Megatron's equal virtual stages the layers of every device are fixed, so device i's time per
+microbatch T_i, exposed sync + optimizer step R_i and memory depend only on its own mode. The iteration
+is what ``evaluate_costs`` computes,
+
+    sum_i T_i / v + (m - 1/v) max_i T_i + max_i R_i,
+
+so for bounds U >= max T and W >= max R each device independently takes its fastest mode with T <= U,
+R <= W and memory within capacity. Trying every U among the T values and every W among the R values is
+exact: at U = max T and W = max R of an optimal assignment the per-device choice is no slower, and the
+choice at any (U, W) costs at most sum/v + (m - 1/v) U + W. All (U, W) pairs are checked at once (numpy).
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from phaze.hardware.cluster import Cluster
+from phaze.placement.evaluation import DeviceSpec, evaluate_costs
+from phaze.placement.layer_costs import LayerCosts
+from phaze.placement.plan import Plan
+
+
+def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
+                      global_batch: int, device: DeviceSpec, overlap_dp: bool, **plan_kw) -> tuple | None:
+    """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
+    (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero1), or None when no
+    assignment fits."""
+    modes = list(costs)
+    T, R, M = [], [], []
+    for r in modes:  # one evaluation per mode gives every device's figures under that mode
+        plan = Plan.balanced(num_blocks, p, interleave=v, recompute=r, **plan_kw)
+        ev = evaluate_costs(plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
+                            overlap_dp=overlap_dp)
+        T.append([s.time_per_microbatch_s for s in ev.stages])
+        R.append([s.dp_exposed_s + s.optimizer_step_s for s in ev.stages])
+        M.append([s.memory_bytes for s in ev.stages])
+    T, R, fits = np.array(T), np.array(R), np.array(M) <= device.hbm_bytes  # [mode, device]
+    Us, Ws = np.unique(T[fits]), np.unique(R[fits])
+    if Us.size == 0:
+        return None
+    ok = (fits[None, None] & (T[None, None] <= Us[:, None, None, None])
+          & (R[None, None] <= Ws[None, :, None, None]))  # [U, W, mode, device]
+    t_sel = np.where(ok, T[None, None], np.inf).min(axis=2)  # fastest allowed mode per device
+    m = plan_kw["num_microbatches"]
+    obj = t_sel.sum(axis=2) / v + (m - 1.0 / v) * Us[:, None] + Ws[None, :]
+    if not np.isfinite(obj).any():
+        return None
+    u, w = np.unravel_index(int(np.argmin(obj)), obj.shape)
+    choice = np.argmin(np.where(ok[u, w], T, np.inf), axis=0)
+    chosen = tuple(modes[int(k)] for k in choice)
+    rc = chosen[0] if len(set(chosen)) == 1 else chosen
+    plan = Plan.balanced(num_blocks, p, interleave=v, recompute=rc, **plan_kw)
+    ev = evaluate_costs(plan, {r: costs[r] for r in set(chosen)}, cluster, global_batch, device,
+                        num_blocks=num_blocks, overlap_dp=overlap_dp)
+    return plan, ev.iteration_time_s
