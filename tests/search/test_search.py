@@ -171,3 +171,12 @@ def test_front_table_keeps_ends_and_caps_rows():
     shown = thin(rows, 25)
     assert len(shown) == 25 and shown[0] == 0 and shown[-1] == 211 and shown == sorted(set(shown))
     assert thin([5, 6], 25) == [5, 6]
+
+
+def test_model_threshold_of_a_mean_score():
+    """Two models, incumbent mean 1.5: with the other model at most 2.0, this one needs 1.0 (less the tie
+    tolerance); with the other already at 3.0 it needs nothing."""
+    from phaze.search.exact import TIE_RTOL, _model_threshold
+    assert _model_threshold(1.5, [0.7, 2.0], 0) == pytest.approx(3.0 * (1 - TIE_RTOL) - 2.0, rel=1e-15)
+    assert _model_threshold(1.5, [0.7, 2.0], 1) == pytest.approx(3.0 * (1 - TIE_RTOL) - 0.7, rel=1e-15)
+    assert _model_threshold(1.5, [3.0, 2.0], 1) == 0.0

@@ -181,13 +181,21 @@ def _outcome(task: ChipTask, mt: ModelTask, cand) -> ModelOutcome:
     return ModelOutcome(mt.model.name, task.global_batch / it, it, mfu, cand.plan.describe(), cand.plan.to_dict())
 
 
+def _model_threshold(incumbent: float, known: list[float], k: int) -> float:
+    """The normalized throughput model k must reach for the chip's mean score to reach the incumbent, given
+    ``known`` (per model: the exact normalized throughput, or an upper bound where not yet known):
+    n x incumbent minus what the other models can at most contribute (0: no threshold). The incumbent
+    carries the tie tolerance, so candidates within it of the incumbent are never cut."""
+    need = len(known) * incumbent * (1 - TIE_RTOL) - (sum(known) - known[k])
+    return max(0.0, need)
+
+
 def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     """Exact (or provably dominated) results of one chip for each of its HBM sizes, largest first.
 
     More HBM only adds feasible plans (layer times do not depend on capacity), so the score can only
-    shrink with a smaller HBM: once below the incumbent, every smaller size is too. With one model the
-    incumbent prunes settings inside the chip; with several, every setting is evaluated (the score is a
-    mean, so no per-model threshold exists)."""
+    shrink with a smaller HBM: once below the incumbent, every smaller size is too. The incumbent prunes
+    settings inside the chip: with several models through a per-model threshold (``_model_threshold``)."""
     counter = [0, 0]
     times_cache: list[dict] = [{} for _ in task.models]
     results = []
@@ -207,20 +215,26 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
             continue
         carry = None
         outcomes, exact, mems, probed = [], True, [], 0
+        known = [max(mt.setting_ub[gib]) / mt.reference_seq_per_s for mt in task.models]  # normalized
         for k, mt in enumerate(task.models):
-            threshold = task.incumbent_score * mt.reference_seq_per_s if single else 0.0
+            threshold = (task.incumbent_score * mt.reference_seq_per_s if single
+                         else _model_threshold(task.incumbent_score, known, k) * mt.reference_seq_per_s)
             cand, tput, ok, n = model_best(task, mt, gib, threshold, times_cache[k], counter)
             exact &= ok
             probed += n
+            if not ok:  # this model alone keeps the chip below the incumbent: the others need no work
+                break
+            known[k] = tput / mt.reference_seq_per_s
             outcomes.append(_outcome(task, mt, cand))
             mems.append(_plan_memory_bytes(task, mt, cand, gib) if cand is not None else math.inf)
-        score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
-                               for o, mt in zip(outcomes, task.models)]))
         if not exact:  # one model below its threshold: the chip cannot reach the incumbent
+            # (probed == 0: decided by lower-bound layer times alone, so by the chip's lower bounds)
             dominated_by, bound_only = task.incumbent_score, probed == 0
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
                                       bound_only))
             continue
+        score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
+                               for o, mt in zip(outcomes, task.models)]))
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
         results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1]))
         if status == "exact":
