@@ -94,3 +94,14 @@ def test_ray_backend_runs_tasks():
     pytest.importorskip("ray")
     ex = make_executor("ray", 1)
     assert ex.submit(pow, 3, 3).result(timeout=120) == 27
+
+
+def test_search_tables_and_plots(capsys, files):
+    pytest.importorskip("matplotlib")
+    code, out, err = run(capsys, *search_args(files, "--pareto", "--plot", str(files / "plots")))
+    assert code == 0, err
+    assert "Pareto front of score against area (exact over the whole space" in out
+    assert "TPUv4-like, paper's plan" in out
+    for name in ("pareto.png", "winner_vs_tpuv4.png"):
+        png = files / "plots" / name
+        assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
