@@ -136,8 +136,9 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: _Progress, worker
 
 
 def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands) -> None:
-    """A joint result evaluates every setting of every model, so model k's throughput in it is exact:
-    record it as model k's own result (never overwriting what the model's store already holds)."""
+    """A joint "exact" result holds every model's exact best throughput on its chip (a model is only cut
+    short when the chip falls below the incumbent, and then the result is "bounded"): record model k's as
+    its own result (never overwriting what the model's store already holds)."""
     by_chip: dict[int, list[ChipResult]] = {}
     for r in joint.values():
         if r.status == "exact" and r.outcomes[k].throughput_seq_per_s > 0:
