@@ -1,7 +1,8 @@
 """Per-layer operator scheduling on tensor cores, vector cores and the network port of one chip.
 
-Semantics in ``phaze.schedule.problem``; ``solve`` runs bounds, list scheduling, then CP-SAT only where
-they differ; ``validate`` checks any schedule; ``layer_time_bounds`` bounds the optimum for many chips.
+Semantics in ``phaze.schedule.problem``; ``solve`` runs bounds and list scheduling, then where they differ
+an exact branch and bound (``bnb``) and CP-SAT (``cpsat``) only for what that leaves unproven;
+``validate`` checks any schedule; ``layer_time_bounds`` bounds the optimum for many chips.
 """
 from phaze.schedule.bounds import critical_path_s, lower_bound_s, work_bound_s
 from phaze.schedule.build import build_problem
