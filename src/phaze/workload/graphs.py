@@ -56,11 +56,17 @@ def _sp_in(fb: ForwardBuilder, name: str, dep: int | None, nbytes: int, setting:
     return fb.add(Collective(f"{name}.all_gather", "all_gather", nbytes, setting.tp), "collective", (dep,))
 
 
+def _dims(model: ModelConfig, setting: TrainSetting) -> tuple[int, int, int, int, int, int]:
+    """(microbatch b, sequence s, hidden h, TP width t, bytes per element e, sl): sl = the sequence rows a
+    device holds outside the TP region (s / t with sequence parallelism, else s)."""
+    b, s, t = setting.microbatch_size, setting.seq_len, setting.tp
+    sl = s // t if setting.sequence_parallel and t > 1 else s
+    return b, s, model.hidden, t, setting.bytes_per_element, sl
+
+
 def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
     """Forward nodes of one transformer block (pre-norm; post-norm BERT has the same ops)."""
-    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
-    e = setting.bytes_per_element
-    sl = s // t if setting.sequence_parallel and t > 1 else s  # rows a device holds outside the TP region
+    b, s, h, t, e, sl = _dims(model, setting)
     a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
     norm, full = model.norm, e * b * s * h
     fb = ForwardBuilder()
@@ -92,9 +98,7 @@ def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
 
 def embedding_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
     """Vocab-parallel word gather, TP reduction, (OPT project_in), position/type add, (norm), dropout."""
-    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
-    e, sp = setting.bytes_per_element, setting.sequence_parallel and t > 1
-    sl = s // t if sp else s
+    b, s, h, t, e, sl = _dims(model, setting)
     width = model.embed_proj_dim or h
     fb = ForwardBuilder()
     # every rank gathers all tokens from its vocabulary shard (out-of-shard rows are zero)
@@ -113,9 +117,7 @@ def embedding_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
 
 def head_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
     """Final norm (decoder) or MLM transform (encoder), column-parallel LM head, vocab-parallel loss."""
-    b, s, h, t = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp
-    e, sp = setting.bytes_per_element, setting.sequence_parallel and t > 1
-    sl = s // t if sp else s
+    b, s, h, t, e, sl = _dims(model, setting)
     width = model.embed_proj_dim or h
     vp = model.padded_vocab(t) // t
     fb = ForwardBuilder()
