@@ -17,6 +17,15 @@ class ModelConfig:
     ``embed_proj_dim``: OPT-350M projects a 512-wide embedding up to ``hidden`` and back down before the
     LM head; None for every other model. ``vocab_pad_multiple``: Megatron pads the vocabulary to a
     multiple of ``vocab_pad_multiple * tp``; 1 means no padding.
+
+    Variants the Hugging Face families need (defaults = the GPT/Llama template above):
+    ``head_dim_override`` (Gemma: head_dim is not hidden/heads), ``qkv_bias``/``out_bias``/``mlp_bias`` (None: follow ``bias``;
+    Qwen2 biases Q, K, V only), ``head_bias`` (a bias on the LM head; None: BERT's MLM output bias iff
+    ``bias``), ``parallel_block`` (GPT-NeoX/Falcon/Phi: attention and MLP both read the block input) with
+    ``shared_norm`` (one norm feeds both), ``rotary_fraction`` (Pythia/Phi rotate part of each head),
+    ``sliding_window`` (Mistral: each query attends to at most this many keys), ``extra_positions``
+    (OPT stores 2 learned position rows more than it uses), ``final_norm`` (OPT-350M has none),
+    ``embed_scale`` (Gemma multiplies the embeddings by sqrt(hidden)).
     """
 
     name: str
@@ -28,7 +37,7 @@ class ModelConfig:
     seq_len: int
     kv_heads: int | None = None  # None: same as heads (multi-head attention)
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    mlp: Literal["gelu", "swiglu"] = "gelu"
+    mlp: Literal["gelu", "relu", "swiglu", "geglu"] = "gelu"
     tied_embeddings: bool = True
     arch: Literal["encoder", "decoder"] = "decoder"
     position: Literal["learned", "rotary"] = "learned"
@@ -37,6 +46,18 @@ class ModelConfig:
     max_tp: int = 8
     vocab_pad_multiple: int = 1
     embed_proj_dim: int | None = None
+    head_dim_override: int | None = None
+    qkv_bias: bool | None = None
+    out_bias: bool | None = None
+    mlp_bias: bool | None = None
+    head_bias: bool | None = None
+    parallel_block: bool = False
+    shared_norm: bool = False
+    rotary_fraction: float = 1.0
+    sliding_window: int | None = None
+    extra_positions: int = 0
+    final_norm: bool = True
+    embed_scale: bool = False
 
     def __post_init__(self) -> None:
         for field in ("num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "max_tp", "vocab_pad_multiple"):
@@ -45,10 +66,20 @@ class ModelConfig:
                 raise ConfigError(f"model {self.name!r}: field '{field}' must be a positive integer, got {v!r}")
         if self.kv_heads is not None and (self.kv_heads <= 0 or self.heads % self.kv_heads):
             raise ConfigError(f"model {self.name!r}: field 'kv_heads' ({self.kv_heads}) must be positive and divide heads ({self.heads})")
-        if self.hidden % self.heads:
-            raise ConfigError(f"model {self.name!r}: hidden ({self.hidden}) must be divisible by heads ({self.heads})")
-        if self.embed_proj_dim is not None and self.embed_proj_dim <= 0:
-            raise ConfigError(f"model {self.name!r}: field 'embed_proj_dim' must be a positive integer")
+        if self.head_dim_override is None and self.hidden % self.heads:
+            raise ConfigError(f"model {self.name!r}: hidden ({self.hidden}) must be divisible by heads ({self.heads}); "
+                              f"or give head_dim_override")
+        for field in ("embed_proj_dim", "head_dim_override", "sliding_window"):
+            v = getattr(self, field)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v <= 0):
+                raise ConfigError(f"model {self.name!r}: field '{field}' must be a positive integer, got {v!r}")
+        if not isinstance(self.extra_positions, int) or self.extra_positions < 0:
+            raise ConfigError(f"model {self.name!r}: field 'extra_positions' must be >= 0, got {self.extra_positions!r}")
+        if not 0 < self.rotary_fraction <= 1:
+            raise ConfigError(f"model {self.name!r}: field 'rotary_fraction' must be in (0, 1], got {self.rotary_fraction!r}")
+        if self.shared_norm and not self.parallel_block:
+            raise ConfigError(f"model {self.name!r}: shared_norm needs parallel_block: true (a sequential block "
+                              f"has two norms)")
 
     @property
     def num_kv_heads(self) -> int:
@@ -56,7 +87,29 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_override or self.hidden // self.heads
+
+    @property
+    def gated_mlp(self) -> bool:
+        """SwiGLU and GeGLU: FC1 produces a gate and an up projection (2 x ffn wide)."""
+        return self.mlp in ("swiglu", "geglu")
+
+    def has_bias(self, part: str) -> bool:
+        """Whether the block's ``part`` ("qkv", "out" or "mlp") GEMMs carry a bias, or the LM head ("head")."""
+        if part == "head":
+            return self.head_bias if self.head_bias is not None else (self.arch == "encoder" and self.bias)
+        own = {"qkv": self.qkv_bias, "out": self.out_bias, "mlp": self.mlp_bias}[part]
+        return self.bias if own is None else own
+
+    @property
+    def block_norms(self) -> int:
+        """Norms per block: two, or one in a parallel block whose attention and MLP share it."""
+        return 1 if self.shared_norm else 2
+
+    def attended_keys(self, seq_len: int) -> int:
+        """Keys each query is scored against: the sequence, or at most the sliding window. Like the dense
+        causal case (all s keys counted, no causal skipping), a windowed kernel is counted by its band."""
+        return min(seq_len, self.sliding_window) if self.sliding_window else seq_len
 
     def padded_vocab(self, tp: int) -> int:
         """Vocabulary rounded up to a multiple of vocab_pad_multiple * tp (Megatron's rule)."""

@@ -2,10 +2,12 @@
 
 Forward GEMM FLOPs of one block per device (t = setting.tp, d = head_dim, a heads, g kv heads, f ffn):
     2*b*s*h*(a + 2g)*d / t          QKV (column-parallel)
-  + 4*b*s^2*a*d / t                 scores Q K^T and probs V (batched)
-  + 2*b*s*h*h / t                   attention output (row-parallel)
-  + 2*b*s*h*f*m / t                 FC1 (m = 2 for SwiGLU's gate+up, 1 for GELU) and FC2 (m = 1)
+  + 4*b*s*k*a*d / t                 scores Q K^T and probs V (batched; k = s keys, or the sliding window)
+  + 2*b*s*a*d*h / t                 attention output (row-parallel)
+  + 2*b*s*h*f*m / t                 FC1 (m = 2 for SwiGLU/GeGLU's gate+up, 1 for GELU/ReLU) and FC2 (m = 1)
     ... i.e. 24*b*s*h^2 + 4*b*s^2*h for GPT with MHA and f = 4h, t = 1 (Narayanan et al. 2021).
+A parallel block (GPT-NeoX, Falcon, Phi) has the same ops; its MLP reads the block input, not the
+attention residual.
 Vector ops (norms, softmax, activations, dropout) are counted separately (see vector_kinds).
 """
 from __future__ import annotations
@@ -27,9 +29,9 @@ SELECTIVE_OPS = ("attn_scores", "softmax", "attn_dropout", "attn_v")
 def block_forward_gemm_flops(model: ModelConfig, setting: TrainSetting) -> int:
     """Closed form of the block's forward GEMM FLOPs per device (module docstring)."""
     b, s, h, t, d = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, model.head_dim
-    a, g, f = model.heads, model.num_kv_heads, model.ffn
-    m = 2 if model.mlp == "swiglu" else 1
-    return (2 * b * s * h * (a + 2 * g) * d + 4 * b * s * s * a * d + 2 * b * s * h * h
+    a, g, f, k = model.heads, model.num_kv_heads, model.ffn, model.attended_keys(s)
+    m = 2 if model.gated_mlp else 1
+    return (2 * b * s * h * (a + 2 * g) * d + 4 * b * s * k * a * d + 2 * b * s * a * d * h
             + 2 * b * s * h * f * m + 2 * b * s * f * h) // t
 
 
@@ -65,30 +67,36 @@ def _dims(model: ModelConfig, setting: TrainSetting) -> tuple[int, int, int, int
 
 
 def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
-    """Forward nodes of one transformer block (pre-norm; post-norm BERT has the same ops)."""
+    """Forward nodes of one transformer block (pre-norm; post-norm BERT has the same ops). In a parallel
+    block the MLP's norm reads the block input (or the MLP shares the attention's norm)."""
     b, s, h, t, e, sl = _dims(model, setting)
     a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
+    kv = model.attended_keys(s)
     norm, full = model.norm, e * b * s * h
     fb = ForwardBuilder()
     n1 = fb.add(vector_op("norm1", norm, b * sl * h), "vector", (None,))
-    x = _sp_in(fb, "qkv", n1, full, setting)
-    qkv = fb.add(Gemm("qkv", 1, b * s, (a + 2 * g) * d, h, e), "weight_gemm", (x,), column_parallel=True)
+    x1 = _sp_in(fb, "qkv", n1, full, setting)
+    qkv = fb.add(Gemm("qkv", 1, b * s, (a + 2 * g) * d, h, e), "weight_gemm", (x1,), column_parallel=True)
     qk = qkv
     if model.position == "rotary":
-        qk = fb.add(vector_op("rotary", "rotary", b * s * (a + g) * d), "vector", (qkv,))
-    sc = fb.add(Gemm("attn_scores", b * a, s, s, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
-    p = fb.add(vector_op("softmax", "softmax", b * a * s * s), "vector", (sc,))
+        rot = round(b * s * (a + g) * d * model.rotary_fraction)
+        qk = fb.add(vector_op("rotary", "rotary", rot), "vector", (qkv,))
+    sc = fb.add(Gemm("attn_scores", b * a, s, kv, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
+    p = fb.add(vector_op("softmax", "softmax", b * a * s * kv), "vector", (sc,))
     if model.dropout:
-        p = fb.add(vector_op("attn_dropout", "dropout", b * a * s * s), "vector", (p,))
-    av = fb.add(Gemm("attn_v", b * a, s, d, s, e), "act_gemm", (p, qkv), operands=("probs", "v"))
+        p = fb.add(vector_op("attn_dropout", "dropout", b * a * s * kv), "vector", (p,))
+    av = fb.add(Gemm("attn_v", b * a, s, d, kv, e), "act_gemm", (p, qkv), operands=("probs", "v"))
     o = fb.add(Gemm("out_proj", 1, b * s, h, a * d, e), "weight_gemm", (av,))
     o = _tp_out(fb, "attn", o, full, setting)
     res = "dropout_add" if model.dropout else "add"
     r1 = fb.add(vector_op("attn_residual", res, b * sl * h), "vector", (o, None))
-    n2 = fb.add(vector_op("norm2", norm, b * sl * h), "vector", (r1,))
-    x = _sp_in(fb, "fc1", n2, full, setting)
-    width = 2 * f if model.mlp == "swiglu" else f
-    h1 = fb.add(Gemm("fc1", 1, b * s, width, h, e), "weight_gemm", (x,), column_parallel=True)
+    if model.shared_norm:
+        x2 = x1
+    else:
+        n2 = fb.add(vector_op("norm2", norm, b * sl * h), "vector", (None if model.parallel_block else r1,))
+        x2 = _sp_in(fb, "fc1", n2, full, setting)
+    width = 2 * f if model.gated_mlp else f
+    h1 = fb.add(Gemm("fc1", 1, b * s, width, h, e), "weight_gemm", (x2,), column_parallel=True)
     act = fb.add(vector_op(model.mlp, model.mlp, b * s * f), "vector", (h1,))
     h2 = fb.add(Gemm("fc2", 1, b * s, h, f, e), "weight_gemm", (act,))
     h2 = _tp_out(fb, "mlp", h2, full, setting)
@@ -106,6 +114,8 @@ def embedding_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
     x = _tp_out(fb, "embed", x, e * b * s * width, setting)
     if model.embed_proj_dim:
         x = fb.add(Gemm("project_in", 1, b * sl, h, width, e), "weight_gemm", (x,))
+    if model.embed_scale:  # Gemma: embeddings times sqrt(hidden)
+        x = fb.add(vector_op("embed_scale", "scale", b * sl * h), "vector", (x,))
     if model.position == "learned":  # add learned positions (and BERT token types); their lookups are reads here
         x = fb.add(vector_op("position_add", "add", b * sl * h), "vector", (x,))
     if model.arch == "encoder":
@@ -125,8 +135,10 @@ def head_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
         x = fb.add(Gemm("mlm_dense", 1, b * sl, h, h, e), "weight_gemm", (None,))
         x = fb.add(vector_op("mlm_gelu", "gelu", b * sl * h), "vector", (x,))
         x = fb.add(vector_op("mlm_norm", model.norm, b * sl * h), "vector", (x,))
-    else:
+    elif model.final_norm:
         x = fb.add(vector_op("final_norm", model.norm, b * sl * h), "vector", (None,))
+    else:  # OPT-350M (post-norm): the last block's output goes straight on
+        x = None
     if model.embed_proj_dim:
         x = fb.add(Gemm("project_out", 1, b * sl, width, h, e), "weight_gemm", (x,))
     x = _sp_in(fb, "lm_head", x, e * b * s * width, setting)

@@ -52,27 +52,31 @@ def _norm_params(model: ModelConfig) -> int:
 def layer_params(model: ModelConfig, layer: str, tp: int = 1, vocab: int | None = None) -> int:
     """Parameters of one layer on one of ``tp`` devices (Megatron sharding; norms, row-parallel biases and
     positions replicated). ``vocab`` defaults to the padded vocabulary for ``tp``."""
-    h, bias = model.hidden, int(model.bias)
+    h = model.hidden
     v = model.padded_vocab(tp) if vocab is None else vocab
     width = model.embed_proj_dim or h
     if layer == "block":
         qkv = (model.heads + 2 * model.num_kv_heads) * model.head_dim
-        fc1 = 2 * model.ffn if model.mlp == "swiglu" else model.ffn
-        sharded = h * qkv + h * h + h * fc1 + model.ffn * h + bias * (qkv + fc1)
-        return sharded // tp + bias * 2 * h + 2 * _norm_params(model)
+        fc1 = 2 * model.ffn if model.gated_mlp else model.ffn
+        sharded = (h * qkv + model.heads * model.head_dim * h + h * fc1 + model.ffn * h
+                   + model.has_bias("qkv") * qkv + model.has_bias("mlp") * fc1)
+        replicated = (model.has_bias("out") + model.has_bias("mlp")) * h  # row-parallel output biases
+        return sharded // tp + replicated + model.block_norms * _norm_params(model)
     if layer == "embedding":
         n = -(-v // tp) * width
-        if model.position == "learned":
-            n += model.seq_len * h + (2 * h if model.arch == "encoder" else 0)  # BERT: 2 token types
+        if model.position == "learned":  # OPT keeps extra_positions rows it never reads
+            n += (model.seq_len + model.extra_positions) * h + (2 * h if model.arch == "encoder" else 0)  # BERT: 2 token types
         if model.arch == "encoder":
             n += _norm_params(model)
         if model.embed_proj_dim:
             n += width * h  # OPT project_in (no bias)
         return n
     if layer == "head":
-        n = _norm_params(model) + -(-v // tp) * width  # final/MLM norm + LM head (copy, if tied)
+        # final/MLM norm + LM head (a copy, if tied) + its bias (BERT's MLM output bias, Phi's head bias)
+        n = _norm_params(model) * (model.final_norm or model.arch == "encoder") + -(-v // tp) * width
+        n += model.has_bias("head") * -(-v // tp)
         if model.arch == "encoder":
-            n += h * h + bias * h + bias * -(-v // tp)  # BERT MLM transform dense + output bias
+            n += h * h + model.bias * h  # BERT MLM transform dense
         if model.embed_proj_dim:
             n += h * width  # OPT project_out (no bias)
         return n
@@ -105,20 +109,26 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
         terms = {}
         if model.arch == "encoder":
             terms.update({"mlm_dense.input": e * b * sl * h, "mlm_gelu.input": e * b * sl * h})
-        terms["norm.input"] = e * b * sl * h
+        if model.final_norm or model.arch == "encoder":
+            terms["norm.input"] = e * b * sl * h
         if model.embed_proj_dim:
             terms["project_out.input"] = e * b * sl * h
         terms["lm_head.input"] = e * b * sl * width  # with SP the shard is kept and re-gathered
         terms["cross_entropy.softmax"] = 4 * b * s * (model.padded_vocab(t) // t)  # fp32 (Korthikanti 4sbv/t)
         return terms
     a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
+    kv = model.attended_keys(s)
     terms = {"norm1.input": e * b * sl * h, "qkv.input": e * b * sl * h,
              "q,k": e * b * s * (a + g) * d, "v": e * b * s * g * d,
-             "softmax.output": e * b * a * s * s}
+             "softmax.output": e * b * a * s * kv}
     if drop:
-        terms.update({"attn_dropout.mask": b * a * s * s, "attn_dropout.output": e * b * a * s * s})
-    terms.update({"out_proj.input": e * b * s * a * d, "norm2.input": e * b * sl * h, "fc1.input": e * b * sl * h,
-                  "fc1.output": e * b * s * (2 * f if model.mlp == "swiglu" else f), "fc2.input": e * b * s * f})
+        terms.update({"attn_dropout.mask": b * a * s * kv, "attn_dropout.output": e * b * a * s * kv})
+    terms["out_proj.input"] = e * b * s * a * d
+    if not model.parallel_block:  # a parallel block's norm2 reads the block input, kept once as norm1.input
+        terms["norm2.input"] = e * b * sl * h
+    if not model.shared_norm:  # a shared norm feeds FC1 the tensor kept as qkv.input
+        terms["fc1.input"] = e * b * sl * h
+    terms.update({"fc1.output": e * b * s * (2 * f if model.gated_mlp else f), "fc2.input": e * b * s * f})
     if drop:
         terms.update({"attn_residual.mask": b * sl * h, "mlp_residual.mask": b * sl * h})
     return terms

@@ -14,7 +14,10 @@ from phaze.workload.ops import VectorOp
 #   softmax 7: scale, causal/pad mask, running max, subtract, exp, sum, divide (scale+mask fused here)
 #   dropout 3: random draw, compare, multiply by mask/(1-p); writes a 1-byte mask (2+2+1 bytes)
 #   gelu 14: tanh approximation (x^3, 2 fma, tanh ~6, 1+, 0.5x*) with the bias add fused
+#   relu 1: max(x, 0) with the bias add fused as for gelu (OPT)
 #   swiglu 6 per output element: silu(gate) = gate*sigmoid(gate) ~5, times up; reads 2 inputs, writes 1
+#   geglu 15 per output element: gelu(gate) (14, as above) times up; reads 2 inputs, writes 1 (Gemma)
+#   scale 1: multiply by a constant (Gemma's sqrt(hidden) embedding scale)
 #   rotary 3: x*cos + rotate(x)*sin (2 mul + 1 add); cos/sin tables stay on chip
 #   add 1: residual add (reads 2, writes 1)
 #   dropout_add 4: dropout (3) + residual add (1); reads 2, writes 1 + 1-byte mask
@@ -24,6 +27,7 @@ from phaze.workload.ops import VectorOp
 #   cross_entropy_loss 3 per token: log, subtract, mean (fp32 in, fp32 out)
 # Backward kinds ("_bwd"): read the saved tensor(s) and the incoming gradient, write the input gradient.
 #   add_bwd / dropout_add_bwd: accumulate the two branch gradients of the residual (+ mask multiply)
+#   relu_bwd: pass the gradient where the saved input was positive; geglu_bwd: gelu_bwd (20) + 2 products
 #   embedding_gather_bwd: scatter-add of the output gradient into the embedding-table gradient
 #   cross_entropy_bwd: softmax = exp/sum minus one-hot, from the saved fp32 exp (4 + 2 bytes)
 VECTOR_KINDS: dict[str, tuple[float, float]] = {
@@ -32,7 +36,10 @@ VECTOR_KINDS: dict[str, tuple[float, float]] = {
     "softmax": (7, 4), "softmax_bwd": (4, 6),
     "dropout": (3, 5), "dropout_bwd": (1, 5),
     "gelu": (14, 4), "gelu_bwd": (20, 6),
+    "relu": (1, 4), "relu_bwd": (1, 6),
     "swiglu": (6, 6), "swiglu_bwd": (10, 10),
+    "geglu": (15, 6), "geglu_bwd": (22, 10),
+    "scale": (1, 4), "scale_bwd": (1, 4),
     "rotary": (3, 4), "rotary_bwd": (3, 4),
     "add": (1, 6), "add_bwd": (1, 6),
     "dropout_add": (4, 7), "dropout_add_bwd": (2, 7),

@@ -17,9 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig
+from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, load_hf_config
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 PosInt = Annotated[int, Field(strict=True, gt=0)]
+StrictBool = Annotated[bool, Field(strict=True)]
 
 
 class _ModelSpec(BaseModel):
@@ -35,7 +37,7 @@ class _ModelSpec(BaseModel):
     seq_len: PosInt
     kv_heads: PosInt | None = None
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
-    mlp: Literal["gelu", "swiglu"] = "gelu"
+    mlp: Literal["gelu", "relu", "swiglu", "geglu"] = "gelu"
     tied_embeddings: Annotated[bool, Field(strict=True)] = True
     arch: Literal["encoder", "decoder"] = "decoder"
     position: Literal["learned", "rotary"] = "learned"
@@ -44,6 +46,18 @@ class _ModelSpec(BaseModel):
     max_tp: PosInt = 8
     vocab_pad_multiple: PosInt = 1
     embed_proj_dim: PosInt | None = None
+    head_dim_override: PosInt | None = None
+    qkv_bias: StrictBool | None = None
+    out_bias: StrictBool | None = None
+    mlp_bias: StrictBool | None = None
+    head_bias: StrictBool | None = None
+    parallel_block: StrictBool = False
+    shared_norm: StrictBool = False
+    rotary_fraction: Annotated[float, Field(gt=0, le=1)] = 1.0
+    sliding_window: PosInt | None = None
+    extra_positions: Annotated[int, Field(strict=True, ge=0)] = 0
+    final_norm: StrictBool = True
+    embed_scale: StrictBool = False
 
 
 def _describe(err: dict[str, Any]) -> str:
@@ -61,7 +75,10 @@ def _describe(err: dict[str, Any]) -> str:
 
 
 def model_from_mapping(data: Any, source: str, default_name: str) -> ModelConfig:
-    """Validate a mapping of ModelConfig fields; every problem becomes a one-line ConfigError."""
+    """Validate a mapping of ModelConfig fields (or a Hugging Face config, recognised by its
+    ``model_type``); every problem becomes a one-line ConfigError."""
+    if is_hf_config(data):
+        return from_hf_config(data, source, data.get("name") or default_name)
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of model fields (name: value), got {type(data).__name__}")
     try:
@@ -105,10 +122,13 @@ def list_models() -> list[ModelConfig]:
 
 
 def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
-    """A zoo model by name (case-insensitive), or a model read from a .yaml/.yml/.json file."""
+    """A zoo model by name (case-insensitive), a model read from a .yaml/.yml/.json file, or
+    ``hf:PATH``: a Hugging Face config.json (a plain .json path holding a config.json works too)."""
     if isinstance(name_or_path, ModelConfig):
         return name_or_path
     key = str(name_or_path)
+    if key.startswith(HF_PREFIX):
+        return load_hf_config(key[len(HF_PREFIX):])
     if Path(key).suffix.lower() in FILE_SUFFIXES or Path(key).is_file():
         return load_model_file(key)
     zoo = _zoo()
@@ -117,5 +137,6 @@ def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
     close = difflib.get_close_matches(key.lower(), zoo, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     raise ConfigError(
-        f"unknown model '{key}'; {hint}known models: {', '.join(zoo)} (or pass a .yaml/.yml/.json file)"
+        f"unknown model '{key}'; {hint}known models: {', '.join(zoo)} (or pass a .yaml/.yml/.json file, "
+        f"or hf:CONFIG.json)"
     )
