@@ -79,6 +79,45 @@ def show_model(model: str | ModelConfig, mbs: int = 1, seq: int | None = None, t
     return ModelSummary(m, setting, param_count(m), total_flops / tokens, tuple(layers))
 
 
+def import_model(config: str | None = None, output: str | None = None, torch_factory: str | None = None,
+                 mbs: int = 1, seq: int | None = None):
+    """A Hugging Face config.json (``config``) as a ModelConfig, written as a model file to ``output`` if
+    given; or, with ``torch_factory`` ("module:factory"), the operator graph of a PyTorch module traced with
+    torch.export (a ``TorchImport``; needs the [torch] extra)."""
+    from pathlib import Path
+
+    from phaze.workload.hf import load_hf_config
+    from phaze.workload.zoo import model_to_yaml
+
+    if (config is None) == (torch_factory is None):
+        raise ConfigError("import-model takes a config.json or --torch MODULE:FACTORY (exactly one)")
+    check_positive(mbs=mbs, seq=seq)
+    if torch_factory is not None:
+        from phaze.workload.torch_import import import_torch_module
+        return import_torch_module(torch_factory, mbs, seq or 128)
+    model = load_hf_config(config)
+    if output is not None:
+        text = model_to_yaml(model, f"imported by `phaze import-model` from {config}")
+        try:
+            Path(output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"-o {output}: cannot write the model file ({exc.strerror}); pick a writable path") from None
+    return model
+
+
+def check_torch(model: str | ModelConfig, mbs: int = 1, seq: int | None = None):
+    """Our parameter count and GEMM FLOPs (per block, embedding + head, fwd and bwd) beside PyTorch's own
+    counts of the same network built in transformers (needs the [torch] extra)."""
+    from phaze.workload.torch_check import check_against_torch
+
+    check_positive(mbs=mbs, seq=seq)
+    m = resolve_model(model)
+    seq_len = seq if seq is not None else min(m.seq_len, 512)
+    if m.position == "learned" and seq_len > m.seq_len:
+        raise ConfigError(f"--seq {seq_len} exceeds the {m.seq_len} learned positions of {m.name}")
+    return check_against_torch(m, mbs, seq_len)
+
+
 @dataclass(frozen=True)
 class OpEstimate:
     layer: str

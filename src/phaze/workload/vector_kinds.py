@@ -18,6 +18,10 @@ from phaze.workload.ops import VectorOp
 #   swiglu 6 per output element: silu(gate) = gate*sigmoid(gate) ~5, times up; reads 2 inputs, writes 1
 #   geglu 15 per output element: gelu(gate) (14, as above) times up; reads 2 inputs, writes 1 (Gemma)
 #   scale 1: multiply by a constant (Gemma's sqrt(hidden) embedding scale)
+# Unfused ATen ops of a traced PyTorch module (phaze.workload.torch_import), one kernel each:
+#   silu 5: x * sigmoid(x) as in swiglu; elementwise 1: add/sub/mul/div/pow..., reads 2 writes 1 (6 bytes)
+#   transcendental 4: rsqrt/exp/tanh/sin/cos by a short polynomial after range reduction; reads 1 writes 1
+#   reduction 1 per input element: sum or mean over the input (reads it once; the output is negligible)
 #   rotary 3: x*cos + rotate(x)*sin (2 mul + 1 add); cos/sin tables stay on chip
 #   add 1: residual add (reads 2, writes 1)
 #   dropout_add 4: dropout (3) + residual add (1); reads 2, writes 1 + 1-byte mask
@@ -40,6 +44,10 @@ VECTOR_KINDS: dict[str, tuple[float, float]] = {
     "swiglu": (6, 6), "swiglu_bwd": (10, 10),
     "geglu": (15, 6), "geglu_bwd": (22, 10),
     "scale": (1, 4), "scale_bwd": (1, 4),
+    "silu": (5, 4), "silu_bwd": (8, 6),
+    "elementwise": (1, 6), "elementwise_bwd": (1, 6),
+    "transcendental": (4, 4), "transcendental_bwd": (5, 6),
+    "reduction": (1, 2), "reduction_bwd": (1, 4),
     "rotary": (3, 4), "rotary_bwd": (3, 4),
     "add": (1, 6), "add_bwd": (1, 6),
     "dropout_add": (4, 7), "dropout_add_bwd": (2, 7),

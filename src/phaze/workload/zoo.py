@@ -109,6 +109,19 @@ def load_model_file(path: str | Path) -> ModelConfig:
     return model_from_mapping(data, str(p), default_name=p.stem)
 
 
+def model_to_yaml(model: ModelConfig, comment: str = "") -> str:
+    """A model file for ``model``: its name and every field that differs from the default (read back by
+    ``load_model_file`` into an equal ModelConfig)."""
+    defaults = {k: f.default for k, f in _ModelSpec.model_fields.items() if not f.is_required()}
+    fields = {"name": model.name}
+    for key in _ModelSpec.model_fields:
+        value = getattr(model, key)
+        if key != "name" and (key not in defaults or value != defaults[key]):
+            fields[key] = value
+    head = "".join(f"# {line}\n" for line in comment.splitlines())
+    return head + yaml.safe_dump(fields, sort_keys=False)
+
+
 @lru_cache(maxsize=1)
 def _zoo() -> dict[str, ModelConfig]:
     text = resources.files("phaze.workload").joinpath("zoo/models.yaml").read_text(encoding="utf-8")
