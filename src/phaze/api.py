@@ -80,24 +80,24 @@ def show_model(model: str | ModelConfig, mbs: int = 1, seq: int | None = None, t
 
 
 def import_model(config: str | None = None, output: str | None = None, torch_factory: str | None = None,
-                 mbs: int = 1, seq: int | None = None):
+                 mbs: int = 1, seq: int | None = None, model: ModelConfig | None = None):
     """A Hugging Face config.json (``config``) as a ModelConfig, written as a model file to ``output`` if
     given; or, with ``torch_factory`` ("module:factory"), the operator graph of a PyTorch module traced with
-    torch.export (a ``TorchImport``; needs the [torch] extra)."""
+    torch.export (a ``TorchImport``; needs the [torch] extra). ``model``: write that ModelConfig instead."""
     from pathlib import Path
 
     from phaze.workload.hf import load_hf_config
     from phaze.workload.zoo import model_to_yaml
 
-    if (config is None) == (torch_factory is None):
+    if sum(x is not None for x in (config, torch_factory, model)) != 1:
         raise ConfigError("import-model takes a config.json or --torch MODULE:FACTORY (exactly one)")
     check_positive(mbs=mbs, seq=seq)
     if torch_factory is not None:
         from phaze.workload.torch_import import import_torch_module
         return import_torch_module(torch_factory, mbs, seq or 128)
-    model = load_hf_config(config)
+    model = model or load_hf_config(config)
     if output is not None:
-        text = model_to_yaml(model, f"imported by `phaze import-model` from {config}")
+        text = model_to_yaml(model, f"imported by `phaze import-model` from {config or torch_factory or model.name}")
         try:
             Path(output).write_text(text, encoding="utf-8")
         except OSError as exc:

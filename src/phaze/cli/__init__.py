@@ -46,9 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_models)
 
     p = sub.add_parser("show-model", help="parameters, FLOPs, layer kinds, ops and memory of a model")
-    p.add_argument("model", help="zoo name or a YAML/JSON model file")
+    p.add_argument("model", help="zoo name, a YAML/JSON model file, or hf:CONFIG.json (a Hugging Face config)")
     _setting_args(p)
+    p.add_argument("--check-torch", action="store_true",
+                   help="also compare parameters and GEMM FLOPs with PyTorch's counts of the same network "
+                        "built in transformers (needs the [torch] extra; --seq defaults to min(model's, 512) "
+                        "there; default: off)")
     p.set_defaults(func=c.cmd_show_model)
+
+    p = sub.add_parser("import-model", help="a Hugging Face config.json (or a PyTorch module) as a phaze model")
+    p.add_argument("config", nargs="?", default=None, help="a Hugging Face config.json (a local file; default: none, "
+                                                           "then --torch is required)")
+    p.add_argument("-o", "--output", default=None, help="write the model file (YAML) here (default: print it)")
+    p.add_argument("--torch", default=None, metavar="MODULE:FACTORY",
+                   help="trace the module FACTORY() returns with torch.export on the meta device and print its "
+                        "per-layer operator graph (needs the [torch] extra; default: off)")
+    p.add_argument("--mbs", type=int, default=1, help="microbatch size of the --torch trace (default: 1)")
+    p.add_argument("--seq", type=int, default=None, help="sequence length of the --torch trace (default: 128)")
+    p.set_defaults(func=c.cmd_import_model)
 
     p = sub.add_parser("arch", help="accelerator presets and the architecture design space")
     p.add_argument("--space", default="default", help="'default' or a YAML/JSON space file")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 
 from phaze import api
+from phaze.errors import PhazeError
 from phaze.report.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
 
@@ -36,7 +37,61 @@ def cmd_show_model(args) -> int:
                  [(l.layer, l.count, si(l.fwd_flops), si(l.bwd_flops), si(l.params), gib(l.weight_bytes),
                    gib(l.grad_bytes), gib(l.optimizer_bytes), gib(l.activation_bytes)) for l in s.layers])
     ops = table("forward ops per layer kind", ["layer", "ops"], [(l.layer, " ".join(l.ops)) for l in s.layers])
-    return _out(args, s, head, ops)
+    if not args.check_torch:
+        return _out(args, s, head, ops)
+    chk = api.check_torch(s.model, args.mbs, args.seq)
+    return _out(args, {"model": s, "torch_check": _check_data(chk)}, head, ops, _check_table(chk))
+
+
+def _check_data(chk) -> dict:
+    return {"hf_family": chk.hf_family, "microbatch_size": chk.microbatch_size, "seq_len": chk.seq_len,
+            "counted_ops": list(chk.counted_ops),
+            "rows": [{"quantity": r.quantity, "ours": r.ours, "torch": r.torch, "rel_error": r.rel_error}
+                     for r in chk.rows]}
+
+
+def _check_table(chk):
+    return table(f"{chk.model} against PyTorch ({chk.hf_family} in transformers, meta device, mbs {chk.microbatch_size}, "
+                 f"seq {chk.seq_len}; FLOPs: GEMMs only on both sides, PyTorch counts {', '.join(chk.counted_ops)})",
+                 ["quantity", "phaze", "PyTorch", "difference"],
+                 [(r.quantity, f"{r.ours:,.0f}", f"{r.torch:,.0f}", f"{r.rel_error:+.4%}") for r in chk.rows])
+
+
+def cmd_import_model(args) -> int:
+    from phaze.workload.zoo import model_to_yaml
+
+    res = api.import_model(args.config, args.output, args.torch, args.mbs, args.seq)
+    if args.torch is None:
+        if args.json:
+            print(dumps(res))
+        elif args.output:
+            print(f"{res.name}: written to {args.output} (use it as --model {args.output})")
+        else:
+            print(model_to_yaml(res), end="")
+        return 0
+    if args.output:
+        if res.model is None:
+            raise PhazeError(f"-o {args.output}: the traced module carries no Hugging Face config, so there is no "
+                             f"model description to write; its operator graph is printed without -o")
+        api.import_model(output=args.output, model=res.model)
+    layers = table(f"{res.source}: traced forward (mbs {res.microbatch_size}, seq {res.seq_len})",
+                   ["layer", "count", "ops", "GEMMs", "GEMM FLOPs", "vector FLOPs", "edges"],
+                   [(l.kind, l.count, len(l.graph.ops), sum(o.__class__.__name__ == "Gemm" for o in l.graph.ops),
+                     si(l.graph.gemm_flops), si(l.graph.flops - l.graph.gemm_flops), len(l.graph.edges))
+                    for l in res.layers])
+    gemms = table("GEMMs per layer kind (batch x M x N x K)", ["layer", "op", "batch", "M", "N", "K"],
+                  [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.ops
+                   if o.__class__.__name__ == "Gemm"])
+    unmapped = table("unmapped ATen ops", ["op", "count", "FLOPs", "share of FLOPs"],
+                     [(u.aten_op, u.count, si(u.flops), f"{u.flops_share:.4%}") for u in res.unmapped])
+    tables = [layers, gemms, unmapped]
+    if res.model is not None:
+        tables.append(table("Hugging Face config found", ["field", "value"],
+                            [("model", res.model.name),
+                             ("block GEMM FLOPs: traced / analytic",
+                              f"{si(max(l.graph.gemm_flops for l in res.layers if l.kind == 'block'))} / "
+                              f"{si(res.analytic_block_gemm_flops)}")]))
+    return _out(args, res, *tables)
 
 
 def cmd_arch(args) -> int:

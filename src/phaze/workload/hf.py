@@ -135,8 +135,8 @@ def _llama_like(r: _Reader, family: str) -> dict:
                                "blocks must be identical; only some layers would use the sliding window")
             out["sliding_window"] = r.get("sliding_window")
     else:
-        attn_bias = bool(r.get("attention_bias", default=False))
-        out.update(bias=attn_bias, mlp_bias=bool(r.get("mlp_bias", default=False)))
+        attn_bias, mlp_bias = bool(r.get("attention_bias", default=False)), bool(r.get("mlp_bias", default=False))
+        out.update(bias=attn_bias, mlp_bias=None if mlp_bias == attn_bias else mlp_bias)
         if family == "mistral":  # Mistral's projections have no biases whatever the config says
             out.update(bias=False, mlp_bias=False, sliding_window=r.get("sliding_window", default=4096))
     return out
@@ -225,8 +225,12 @@ def load_hf_config(path: str | Path) -> ModelConfig:
         cfg = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{p}: file does not parse as JSON ({str(exc).splitlines()[0]}); fix the syntax") from None
-    name = p.stem if p.stem != "config" else (p.parent.name or "hf-model")
-    return from_hf_config(cfg, str(p), name)
+    return from_hf_config(cfg, str(p), model_name(p))
+
+
+def model_name(path: Path) -> str:
+    """A model's default name: the file's stem, or its folder's name for a file called config.json."""
+    return path.stem if path.stem != "config" else (path.resolve().parent.name or "hf-model")
 
 
 def is_hf_config(data: Any) -> bool:

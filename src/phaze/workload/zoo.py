@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig
-from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, load_hf_config
+from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, load_hf_config, model_name
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 PosInt = Annotated[int, Field(strict=True, gt=0)]
@@ -106,7 +106,7 @@ def load_model_file(path: str | Path) -> ModelConfig:
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
-    return model_from_mapping(data, str(p), default_name=p.stem)
+    return model_from_mapping(data, str(p), default_name=model_name(p))
 
 
 def model_to_yaml(model: ModelConfig, comment: str = "") -> str:
