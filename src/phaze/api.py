@@ -86,7 +86,7 @@ def import_model(config: str | None = None, output: str | None = None, torch_fac
     torch.export (a ``TorchImport``; needs the [torch] extra). ``model``: write that ModelConfig instead."""
     from pathlib import Path
 
-    from phaze.workload.hf import load_hf_config
+    from phaze.workload.zoo import load_hf_config
     from phaze.workload.zoo import model_to_yaml
 
     if sum(x is not None for x in (config, torch_factory, model)) != 1:

@@ -10,7 +10,8 @@ import pytest
 
 from phaze.errors import ConfigError
 from phaze.workload import TrainSetting, block_forward_gemm_flops, get_model, layer_graph, list_models, param_count
-from phaze.workload.hf import from_hf_config, load_hf_config
+from phaze.workload.hf import from_hf_config
+from phaze.workload.zoo import load_hf_config
 from phaze.workload.hf_export import to_hf_config
 from phaze.workload.memory import activation_terms, layer_memory
 from phaze.workload.zoo import load_model_file, model_to_yaml
@@ -92,6 +93,9 @@ def test_missing_field_and_bad_json(tmp_path):
         get_model(f"hf:{tmp_path / 'config.json'}")
     with pytest.raises(ConfigError, match="does not exist"):
         get_model("hf:/nonexistent/config.json")
+    (tmp_path / "ours.json").write_text(json.dumps({"num_layers": 2}))
+    with pytest.raises(ConfigError, match="no 'model_type' field"):
+        get_model(f"hf:{tmp_path / 'ours.json'}")
 
 
 def test_hf_prefix_plain_json_and_yaml_round_trip(tmp_path):

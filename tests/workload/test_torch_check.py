@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="the [torch] extra (transformers) is 
 from phaze.errors import ConfigError  # noqa: E402
 from phaze.workload import Gemm, TrainSetting, get_model, layer_graph, list_models  # noqa: E402
 from phaze.workload import torch_check  # noqa: E402
-from phaze.workload.hf import load_hf_config  # noqa: E402
+from phaze.workload.zoo import load_hf_config  # noqa: E402
 from phaze.workload.torch_check import check_against_torch  # noqa: E402
 from phaze.workload.torch_import import import_torch_module  # noqa: E402
 

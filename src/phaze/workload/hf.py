@@ -8,7 +8,6 @@ Defaults are those of the transformers configuration classes (a field absent fro
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -214,18 +213,6 @@ def from_hf_config(cfg: Any, source: str, name: str) -> ModelConfig:
         raise ConfigError(f"{source}: {exc}") from None
     except TypeError as exc:  # a field of the wrong JSON type, e.g. a string where a number belongs
         raise ConfigError(f"{source}: a field has the wrong type ({exc}); fix config.json") from None
-
-
-def load_hf_config(path: str | Path) -> ModelConfig:
-    """Read a Hugging Face config.json from disk (named after its folder, or the file if that is generic)."""
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: Hugging Face config file does not exist; check the path")
-    try:
-        cfg = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{p}: file does not parse as JSON ({str(exc).splitlines()[0]}); fix the syntax") from None
-    return from_hf_config(cfg, str(p), model_name(p))
 
 
 def model_name(path: Path) -> str:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig
-from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, load_hf_config, model_name
+from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, model_name
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 PosInt = Annotated[int, Field(strict=True, gt=0)]
@@ -93,8 +93,9 @@ def model_from_mapping(data: Any, source: str, default_name: str) -> ModelConfig
         raise ConfigError(f"{source}: {exc}") from None
 
 
-def load_model_file(path: str | Path) -> ModelConfig:
-    """Read one model from a .yaml/.yml/.json file whose keys are ModelConfig field names."""
+def load_model_file(path: str | Path, hf: bool = False) -> ModelConfig:
+    """Read one model from a .yaml/.yml/.json file whose keys are ModelConfig field names, or a Hugging
+    Face config.json (``hf`` = True requires one)."""
     p = Path(path)
     if p.suffix.lower() not in FILE_SUFFIXES:
         raise ConfigError(f"{p}: model files must end in .yaml, .yml or .json")
@@ -106,7 +107,14 @@ def load_model_file(path: str | Path) -> ModelConfig:
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
+    if hf and not is_hf_config(data):
+        raise ConfigError(f"{p}: no 'model_type' field, so not a Hugging Face config.json; pass a config.json")
     return model_from_mapping(data, str(p), default_name=model_name(p))
+
+
+def load_hf_config(path: str | Path) -> ModelConfig:
+    """A Hugging Face config.json from disk (named after its folder if the file is called config.json)."""
+    return load_model_file(path, hf=True)
 
 
 def model_to_yaml(model: ModelConfig, comment: str = "") -> str:
@@ -141,7 +149,7 @@ def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
         return name_or_path
     key = str(name_or_path)
     if key.startswith(HF_PREFIX):
-        return load_hf_config(key[len(HF_PREFIX):])
+        return load_model_file(key[len(HF_PREFIX):], hf=True)
     if Path(key).suffix.lower() in FILE_SUFFIXES or Path(key).is_file():
         return load_model_file(key)
     zoo = _zoo()
