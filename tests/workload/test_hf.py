@@ -188,3 +188,16 @@ def test_gemma_head_dim_and_geglu_shapes():
     assert ops["fc1"].n == 2 * 24576 and ops["geglu"].elements == 1024 * 24576
     emb = [o.name for o in layer_graph(m, st, "embedding", "fwd").ops]
     assert emb == ["word_gather", "embed_scale"]
+
+
+def test_search_fingerprint_leaves_template_valued_variant_fields_out():
+    """Stores written before the variant fields existed still resume: a template model's fingerprint has
+    exactly the fields ModelConfig had before them; a model that uses a variant shows it."""
+    from phaze.search.spec import SearchSpec
+
+    before = {"name", "num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "kv_heads", "norm", "mlp",
+              "tied_embeddings", "arch", "position", "bias", "dropout", "max_tp", "vocab_pad_multiple",
+              "embed_proj_dim"}
+    fp = SearchSpec(models=(get_model("gpt2-xl"), hf("pythia-160m"))).fingerprint()["models"]
+    assert set(fp[0]) == before
+    assert set(fp[1]) - before == {"parallel_block", "rotary_fraction", "qkv_bias", "out_bias"}

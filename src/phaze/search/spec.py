@@ -66,8 +66,13 @@ class SearchSpec:
     def fingerprint(self) -> dict:
         """Plain, canonical description used to check that --resume continues the same run."""
         from phaze.report.jsonable import to_jsonable
+        from phaze.workload.config import VARIANT_DEFAULTS
+
+        def model(m) -> dict:  # template-valued variant fields left out: stores from before them still resume
+            return {k: v for k, v in to_jsonable(m).items() if k not in VARIANT_DEFAULTS or v != VARIANT_DEFAULTS[k]}
+
         out = {
-            "models": [to_jsonable(m) for m in self.models], "space": to_jsonable(self.space),
+            "models": [model(m) for m in self.models], "space": to_jsonable(self.space),
             "space_name": self.space_name, "hbm_gib": list(self.hbm_gib),
             "microbatch_sizes": list(self.microbatch_sizes),
             "tp_values": list(self.tp_values) if self.tp_values else None,

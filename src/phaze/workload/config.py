@@ -128,6 +128,15 @@ class ModelConfig:
         return ("embedding",) + ("block",) * self.num_layers + ("head",)
 
 
+# The fields added for the Hugging Face families, at their template values: a description that leaves them
+# there is the same model as before they existed (search fingerprints omit them, so old stores resume).
+VARIANT_DEFAULTS: dict[str, object] = {
+    "head_dim_override": None, "qkv_bias": None, "out_bias": None, "mlp_bias": None, "head_bias": None,
+    "parallel_block": False, "shared_norm": False, "rotary_fraction": 1.0, "sliding_window": None,
+    "extra_positions": 0, "final_norm": True, "embed_scale": False,
+}
+
+
 @dataclass(frozen=True)
 class TrainSetting:
     """How one layer is run: microbatch size, sequence length, tensor-parallel width, sequence
