@@ -58,6 +58,7 @@ def _check_table(chk):
 
 
 def cmd_import_model(args) -> int:
+    from phaze.workload.ops import Gemm
     from phaze.workload.zoo import model_to_yaml
 
     res = api.import_model(args.config, args.output, args.torch, args.mbs, args.seq)
@@ -76,12 +77,12 @@ def cmd_import_model(args) -> int:
         api.import_model(output=args.output, model=res.model)
     layers = table(f"{res.source}: traced forward (mbs {res.microbatch_size}, seq {res.seq_len})",
                    ["layer", "count", "ops", "GEMMs", "GEMM FLOPs", "vector FLOPs", "edges"],
-                   [(l.kind, l.count, len(l.graph.ops), sum(o.__class__.__name__ == "Gemm" for o in l.graph.ops),
+                   [(l.kind, l.count, len(l.graph.ops), sum(isinstance(o, Gemm) for o in l.graph.ops),
                      si(l.graph.gemm_flops), si(l.graph.flops - l.graph.gemm_flops), len(l.graph.edges))
                     for l in res.layers])
     gemms = table("GEMMs per layer kind (batch x M x N x K)", ["layer", "op", "batch", "M", "N", "K"],
                   [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.ops
-                   if o.__class__.__name__ == "Gemm"])
+                   if isinstance(o, Gemm)])
     unmapped = table("unmapped ATen ops", ["op", "count", "FLOPs", "share of FLOPs"],
                      [(u.aten_op, u.count, si(u.flops), f"{u.flops_share:.4%}") for u in res.unmapped])
     tables = [layers, gemms, unmapped]
