@@ -172,27 +172,74 @@ def _trace(module, args, kwargs):
 
 def import_torch_module(spec: str, microbatch_size: int = 1, seq_len: int = 128) -> TorchImport:
     """Trace ``spec`` ("module:factory") and return its per-layer operator graphs (module docstring)."""
-    torch = _torch()
-    from torch.utils.flop_counter import flop_registry
-
-    built = _call_factory(spec)
-    module, args, kwargs = built, (), {}
-    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
-        module, args = built[0], tuple(built[1]) if isinstance(built[1], (tuple, list)) else (built[1],)
-    elif not isinstance(built, torch.nn.Module):
-        raise ConfigError(f"--torch {spec!r}: the factory must return an nn.Module or (module, example_args)")
-    hf_config = getattr(module, "config", None)
-    if not args:
-        if hf_config is None or not hasattr(hf_config, "vocab_size"):
-            raise ConfigError(f"--torch {spec!r}: return (module, example_args) so the forward can be traced")
-        kwargs = {"input_ids": torch.zeros(microbatch_size, seq_len, dtype=torch.long, device="meta"),
-                  "use_cache": False}
+    module, args, kwargs = _build(spec, microbatch_size, seq_len)
     module.eval()  # no dropout RNG in the trace; the training graph's dropout comes from the analytic model
     ep = _trace(module, args, kwargs)
     prefixes = _block_prefixes(module)
+    groups, unmapped, total = _walk(ep, prefixes)
+    total = total or 1.0
+    um = tuple(sorted((UnmappedOp(k, int(c), f, f / total) for k, (c, f) in unmapped.items()),
+                      key=lambda u: -u.flops))
+    model, analytic = _hf_model(getattr(module, "config", None), spec, microbatch_size, seq_len)
+    return TorchImport(spec, microbatch_size, seq_len, _layers(groups, len(prefixes)), um, total, model, analytic)
 
-    groups: dict[object, list[tuple[Op, list]]] = defaultdict(list)  # owner -> [(op, producer fx nodes)]
-    produced: dict = {}  # fx node -> set of (owner, op index)
+
+def _build(spec: str, microbatch_size: int, seq_len: int):
+    """(module, example args, example kwargs) from the factory; a transformers model gets input_ids."""
+    torch = _torch()
+    built = _call_factory(spec)
+    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], torch.nn.Module):
+        args = tuple(built[1]) if isinstance(built[1], (tuple, list)) else (built[1],)
+        return built[0], args, {}
+    if not isinstance(built, torch.nn.Module):
+        raise ConfigError(f"--torch {spec!r}: the factory must return an nn.Module or (module, example_args)")
+    if not hasattr(getattr(built, "config", None), "vocab_size"):
+        raise ConfigError(f"--torch {spec!r}: return (module, example_args) so the forward can be traced")
+    ids = torch.zeros(microbatch_size, seq_len, dtype=torch.long, device="meta")
+    return built, (), {"input_ids": ids, "use_cache": False}
+
+
+def _label(node, owner, prefixes: list[str], op: str) -> str:
+    """An op's name: its module path inside its block (or the model), then the ATen op (not for linear)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    path = list(stack.values())[-1][0] if stack else ""
+    if isinstance(owner, int):
+        path = "" if path == prefixes[owner] else path.split(f"{prefixes[owner]}.", 1)[-1]
+    return f"{path}.{op}" if path and op != "linear" else (path or op)
+
+
+def _node_ops(op: str, node, label: str) -> list[Op] | None:
+    """Our ops for one ATen node: a list (empty: not mapped), or None when the node is the identity
+    (dropout in eval mode or with p = 0)."""
+    if op in GEMM_OPS or op == "scaled_dot_product_attention":
+        return _gemms(op, node, label) or []
+    if op not in VECTOR_OPS:
+        return []
+    if op == "dropout" and not (len(node.args) > 2 and node.args[2] and node.args[1]):
+        return None
+    shape = _shape(node.args[0] if VECTOR_OPS[op] == "reduction" else node)
+    return [vector_op(label, VECTOR_OPS[op], math.prod(shape))] if shape is not None else []
+
+
+def _unmapped_flops(node) -> float:
+    """PyTorch's flop formula for the node where it has one, else one FLOP per output element."""
+    from torch.utils.flop_counter import flop_registry
+
+    out = _shape(node)
+    packet = getattr(node.target, "overloadpacket", None)
+    if packet in flop_registry:
+        try:
+            return float(flop_registry[packet](*[_shape(a) or a for a in node.args], out_shape=out))
+        except Exception:  # a formula that wants other arguments: fall back to elements
+            pass
+    return float(math.prod(out)) if out else 0.0
+
+
+def _walk(ep, prefixes: list[str]):
+    """Group the exported nodes' ops by owner (block index, "embedding" or "head") with their producers;
+    also the unmapped ops ({aten op: [count, FLOPs]}) and the total FLOPs."""
+    groups: dict[object, list[tuple[Op, list]]] = defaultdict(list)  # owner -> [(op, [(owner, index)])]
+    produced: dict = {}  # fx node -> the mapped ops {(owner, index)} its value comes from
     unmapped: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
     total, seen_block = 0.0, False
     for node in ep.graph.nodes:
@@ -200,57 +247,26 @@ def import_torch_module(spec: str, microbatch_size: int = 1, seq_len: int = 128)
             continue
         op = _aten_name(node.target)
         owner = _owner(node, prefixes)
+        seen_block = seen_block or owner is not None
         if owner is None:
             owner = "head" if seen_block else "embedding"
-        else:
-            seen_block = True
-        inputs = set().union(*(produced.get(a, set()) for a in node.all_input_nodes)) if node.all_input_nodes else set()
-        stack = node.meta.get("nn_module_stack") or {}
-        path = list(stack.values())[-1][0] if stack else ""
-        if isinstance(owner, int):
-            path = "" if path == prefixes[owner] else path.split(f"{prefixes[owner]}.", 1)[-1]
-        label = f"{path}.{op}" if path and op != "linear" else (path or op)
-        new_ops: list[Op] = []
-        if op in GEMM_OPS or op == "scaled_dot_product_attention":
-            new_ops = _gemms(op, node, label) or []
-        elif op in VECTOR_OPS:
-            if op == "dropout" and not (len(node.args) > 2 and node.args[2] and node.args[1]):
-                produced[node] = inputs  # dropout in eval mode or with p = 0 is the identity
-                continue
-            shape = _shape(node.args[0] if VECTOR_OPS[op] == "reduction" else node)
-            if shape is not None:
-                new_ops = [vector_op(label, VECTOR_OPS[op], math.prod(shape))]
+        inputs = set().union(*(produced.get(a, set()) for a in node.all_input_nodes))
+        new_ops = _node_ops(op, node, _label(node, owner, prefixes, op))
         if new_ops:
-            idx = []
-            for o in new_ops:
-                groups[owner].append((o, [d for d in inputs if d[0] == owner] + [(owner, i) for i in idx]))
-                idx.append(len(groups[owner]) - 1)
-            produced[node] = {(owner, idx[-1])}
+            first = len(groups[owner])
+            for j, o in enumerate(new_ops):  # a node's ops in a chain (attention: scores, softmax, probs x V)
+                groups[owner].append((o, [d for d in inputs if d[0] == owner] + [(owner, first + i) for i in range(j)]))
+            produced[node] = {(owner, len(groups[owner]) - 1)}
             total += sum(o.flops for o in new_ops)
             continue
         produced[node] = inputs
-        if op in LAYOUT_OPS:
+        if new_ops is None or op in LAYOUT_OPS:
             continue
-        out = _shape(node)
-        packet = getattr(node.target, "overloadpacket", None)
-        flops = 0.0
-        if packet in flop_registry:
-            try:
-                flops = float(flop_registry[packet](*[_shape(a) or a for a in node.args], out_shape=out))
-            except Exception:  # a formula that wants other arguments: fall back to elements
-                flops = float(math.prod(out)) if out else 0.0
-        elif out:
-            flops = float(math.prod(out))
+        flops = _unmapped_flops(node)
         unmapped[f"aten.{op}"][0] += 1
         unmapped[f"aten.{op}"][1] += flops
         total += flops
-
-    layers = _layers(groups, len(prefixes))
-    total = total or 1.0
-    um = tuple(sorted((UnmappedOp(k, int(c), f, f / total) for k, (c, f) in unmapped.items()),
-                      key=lambda u: -u.flops))
-    model, analytic = _hf_model(hf_config, spec, microbatch_size, seq_len)
-    return TorchImport(spec, microbatch_size, seq_len, layers, um, total, model, analytic)
+    return groups, unmapped, total
 
 
 def _graph(kind: str, entries: list[tuple[Op, list]]) -> LayerGraph:
