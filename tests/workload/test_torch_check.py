@@ -110,3 +110,29 @@ def test_missing_extra_is_one_line(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(ConfigError, match=r"pip install 'phaze\[torch\]'"):
         check_against_torch(get_model("gpt2-xl"))
+
+
+SMALL = {"hidden_size": 256, "num_attention_heads": 8, "num_hidden_layers": 2, "vocab_size": 1000,
+         "max_position_embeddings": 256}
+VARIANTS = {  # small configs for the family variants the shipped configs do not cover
+    "falcon-new-2-norms": {"model_type": "falcon", "new_decoder_architecture": True, "num_kv_heads": 2},
+    "falcon-new-1-norm": {"model_type": "falcon", "new_decoder_architecture": True, "num_kv_heads": 2,
+                          "num_ln_in_parallel_attn": 1},
+    "llama-biases": {"model_type": "llama", "intermediate_size": 704, "attention_bias": True, "mlp_bias": True,
+                     "num_key_value_heads": 4, "tie_word_embeddings": True},
+    "qwen2-window": {"model_type": "qwen2", "intermediate_size": 704, "use_sliding_window": True,
+                     "sliding_window": 512, "max_window_layers": 2},
+    "gemma-mha": {"model_type": "gemma", "intermediate_size": 704, "head_dim": 64, "num_key_value_heads": 8},
+    "pythia-no-bias": {"model_type": "gpt_neox", "intermediate_size": 1024, "attention_bias": False,
+                       "rotary_pct": 0.5},
+    "opt-gelu-no-bias": {"model_type": "opt", "ffn_dim": 1024, "activation_function": "gelu", "enable_bias": False},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_family_variants_match_pytorch(variant):
+    from phaze.workload.hf import from_hf_config
+    m = from_hf_config({**SMALL, **VARIANTS[variant]}, variant, variant)
+    chk = check_against_torch(m, 2, 128)
+    assert chk.row("parameters (total)").rel_error == 0 and chk.row("parameters per block").rel_error == 0
+    assert all(abs(r.rel_error) <= 0.01 for r in chk.rows), [(r.quantity, r.ours, r.torch) for r in chk.rows]

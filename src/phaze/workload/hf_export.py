@@ -41,88 +41,119 @@ def _plain(m: ModelConfig) -> dict:
                 final_norm=True, rotary_fraction=1.0, embed_proj_dim=None)
 
 
+Built = tuple[dict | None, str | None]  # (the config, or None and the field that rules the family out)
+
+
+def _bert(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="layernorm", mlp="gelu", position="learned", uniform_bias=True, bias=True,
+                   parallel_block=False, kv_heads=None, head_bias=None, **_plain(m))
+    return (None, why) if why else (dict(base, model_type="bert", intermediate_size=m.ffn, hidden_act="gelu",
+                                         max_position_embeddings=m.seq_len, type_vocab_size=2,
+                                         hidden_dropout_prob=drop, attention_probs_dropout_prob=drop), None)
+
+
+def _opt(m: ModelConfig, base: dict, drop: float) -> Built:
+    plain = dict(_plain(m), extra_positions=2, final_norm=m.final_norm, embed_proj_dim=m.embed_proj_dim)
+    why = _why_not(m, norm="layernorm", kv_heads=None, uniform_bias=True, head_bias=None, parallel_block=False,
+                   tied_embeddings=True, **plain) or (None if m.mlp in ("gelu", "relu") else f"mlp={m.mlp!r}")
+    return (None, why) if why else (dict(base, model_type="opt", ffn_dim=m.ffn, max_position_embeddings=m.seq_len,
+                                         word_embed_proj_dim=m.embed_proj_dim or m.hidden,
+                                         do_layer_norm_before=m.final_norm, activation_function=m.mlp,
+                                         enable_bias=m.bias, dropout=drop, attention_dropout=0.0), None)
+
+
+def _gpt2(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="layernorm", kv_heads=None, uniform_bias=True, bias=True, head_bias=None,
+                   parallel_block=False, mlp="gelu", **_plain(m))
+    return (None, why) if why else (dict(base, model_type="gpt2", n_embd=m.hidden, n_layer=m.num_layers,
+                                         n_head=m.heads, n_inner=m.ffn, n_positions=m.seq_len,
+                                         activation_function="gelu_new", resid_pdrop=drop, embd_pdrop=drop,
+                                         attn_pdrop=drop), None)
+
+
+def _phi(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="layernorm", shared_norm=True, uniform_bias=True, bias=True, head_bias=True, mlp="gelu",
+                   **dict(_plain(m), rotary_fraction=m.rotary_fraction))
+    return (None, why) if why else (dict(base, **_rope(m), model_type="phi", intermediate_size=m.ffn,
+                                         num_key_value_heads=m.num_kv_heads, max_position_embeddings=m.seq_len,
+                                         hidden_act="gelu_new", resid_pdrop=drop), None)
+
+
+def _neox(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="layernorm", shared_norm=False, qkv_bias=m.out_bias, bias=True, mlp_bias=None,
+                   head_bias=None, kv_heads=None, mlp="gelu", **dict(_plain(m), rotary_fraction=m.rotary_fraction))
+    return (None, why) if why else (dict(base, **_rope(m), model_type="gpt_neox", intermediate_size=m.ffn,
+                                         max_position_embeddings=m.seq_len, use_parallel_residual=True,
+                                         attention_bias=m.has_bias("qkv"), hidden_act="gelu",
+                                         hidden_dropout=drop, attention_dropout=drop), None)
+
+
+def _falcon(m: ModelConfig, base: dict, drop: float) -> Built:
+    """Falcon-7B style (one norm, multi-query or multi-head) or the new decoder (kv groups, 1 or 2 norms)."""
+    why = _why_not(m, norm="layernorm", uniform_bias=True, bias=False, head_bias=None, mlp="gelu", **_plain(m))
+    new = not m.shared_norm or m.num_kv_heads not in (1, m.heads)
+    return (None, why) if why else (dict(base, **_rope(m), model_type="falcon", ffn_hidden_size=m.ffn,
+                                         max_position_embeddings=m.seq_len, new_decoder_architecture=new,
+                                         num_kv_heads=m.num_kv_heads, multi_query=m.num_kv_heads == 1,
+                                         num_ln_in_parallel_attn=1 if m.shared_norm else 2, parallel_attn=True,
+                                         bias=False, alibi=False, hidden_dropout=drop, attention_dropout=drop), None)
+
+
+def _llama_base(m: ModelConfig, base: dict, drop: float) -> dict:
+    return dict(base, **_rope(m), intermediate_size=m.ffn, num_key_value_heads=m.num_kv_heads,
+                max_position_embeddings=m.seq_len, head_dim=m.head_dim, attention_dropout=drop)
+
+
+def _rotary_plain(m: ModelConfig, **over) -> dict:
+    return dict(_plain(m), head_dim_override=m.head_dim_override, rotary_fraction=m.rotary_fraction, **over)
+
+
+def _gemma(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="rmsnorm", mlp="geglu", uniform_bias=True, bias=False, head_bias=None,
+                   **_rotary_plain(m, embed_scale=True))
+    return (None, why) if why else (dict(_llama_base(m, base, drop), model_type="gemma", hidden_act="gelu_pytorch_tanh",
+                                         hidden_activation="gelu_pytorch_tanh"), None)
+
+
+def _qwen2(m: ModelConfig, base: dict, drop: float) -> Built:
+    why = _why_not(m, norm="rmsnorm", mlp="swiglu", head_bias=None, **_rotary_plain(m, sliding_window=m.sliding_window))
+    if not why and not (m.has_bias("qkv") and not m.has_bias("out") and not m.has_bias("mlp")):
+        why = f"bias={m.bias!r} (Qwen2 biases Q, K, V only)"
+    window = {"use_sliding_window": m.sliding_window is not None, "max_window_layers": 0,
+              "sliding_window": m.sliding_window}
+    return (None, why) if why else (dict(_llama_base(m, base, drop), **window, model_type="qwen2", hidden_act="silu"), None)
+
+
+def _llama(m: ModelConfig, base: dict, drop: float) -> Built:
+    """Llama (attention and MLP biases as flags), or Mistral when there is a sliding window (no biases)."""
+    why = _why_not(m, norm="rmsnorm", mlp="swiglu", head_bias=None, qkv_bias=m.out_bias,
+                   **_rotary_plain(m, sliding_window=m.sliding_window))
+    if not why and m.sliding_window is not None and (m.bias or m.has_bias("mlp")):
+        why = "bias=True (Mistral, the family with a sliding window, has no biases)"
+    if why:
+        return None, why
+    cfg = dict(_llama_base(m, base, drop), attention_bias=m.has_bias("qkv"), mlp_bias=m.has_bias("mlp"), hidden_act="silu")
+    if m.sliding_window is not None:
+        return dict(cfg, model_type="mistral", sliding_window=m.sliding_window), None
+    return dict(cfg, model_type="llama"), None
+
+
 def to_hf_config(model: ModelConfig, vocab: int | None = None) -> dict:
     """A config dict (``model_type`` + fields) for ``transformers.AutoConfig.for_model``; ``vocab``
     overrides the vocabulary (e.g. the padded one a Megatron model trains with)."""
-    m, v = model, vocab or model.vocab
-    tries: list[tuple[str, str | None]] = []
-    drop = 0.1 if m.dropout else 0.0
-    base = _common(m, v)
+    m = model
     if m.arch == "encoder":
-        why = _why_not(m, norm="layernorm", mlp="gelu", position="learned", uniform_bias=True, bias=True,
-                       parallel_block=False, kv_heads=None, head_bias=None, **_plain(m))
-        if why is None:
-            return dict(base, model_type="bert", intermediate_size=m.ffn, max_position_embeddings=m.seq_len,
-                        hidden_act="gelu", type_vocab_size=2, hidden_dropout_prob=drop,
-                        attention_probs_dropout_prob=drop)
-        raise ConfigError(f"model {m.name!r}: no transformers family builds this encoder (BERT needs {why})")
-    if m.position == "learned":
-        plain = dict(_plain(m), extra_positions=2, final_norm=m.final_norm, embed_proj_dim=m.embed_proj_dim)
-        why = _why_not(m, norm="layernorm", kv_heads=None, uniform_bias=True, head_bias=None, parallel_block=False,
-                       tied_embeddings=True, **plain)
-        if why is None and m.mlp in ("gelu", "relu"):
-            return dict(base, model_type="opt", ffn_dim=m.ffn, max_position_embeddings=m.seq_len,
-                        word_embed_proj_dim=m.embed_proj_dim or m.hidden, do_layer_norm_before=m.final_norm,
-                        activation_function=m.mlp, enable_bias=m.bias, dropout=drop, attention_dropout=0.0)
-        tries.append(("OPT", why or f"mlp={m.mlp!r}"))
-        why = _why_not(m, norm="layernorm", kv_heads=None, uniform_bias=True, bias=True, head_bias=None,
-                       parallel_block=False, mlp="gelu", **_plain(m))
-        if why is None:
-            return dict(base, model_type="gpt2", n_embd=m.hidden, n_layer=m.num_layers, n_head=m.heads,
-                        n_inner=m.ffn, n_positions=m.seq_len, activation_function="gelu_new",
-                        resid_pdrop=drop, embd_pdrop=drop, attn_pdrop=drop)
-        tries.append(("GPT-2", why))
+        families = {"BERT": _bert}
+    elif m.position == "learned":
+        families = {"OPT": _opt, "GPT-2": _gpt2}
     elif m.parallel_block:
-        rot = dict(_plain(m), rotary_fraction=m.rotary_fraction)
-        why = _why_not(m, norm="layernorm", shared_norm=True, uniform_bias=True, bias=True, head_bias=True,
-                       **rot)
-        if why is None and m.mlp == "gelu":
-            return dict(base, **_rope(m), model_type="phi", intermediate_size=m.ffn, num_key_value_heads=m.num_kv_heads,
-                        max_position_embeddings=m.seq_len, hidden_act="gelu_new", resid_pdrop=drop)
-        tries.append(("Phi", why or f"mlp={m.mlp!r}"))
-        why = _why_not(m, norm="layernorm", shared_norm=False, qkv_bias=m.out_bias, bias=True, mlp_bias=None,
-                       head_bias=None, kv_heads=None, **rot)
-        if why is None and m.mlp == "gelu":
-            return dict(base, **_rope(m), model_type="gpt_neox", intermediate_size=m.ffn, max_position_embeddings=m.seq_len,
-                        use_parallel_residual=True, attention_bias=m.has_bias("qkv"), hidden_act="gelu",
-                        hidden_dropout=drop, attention_dropout=drop)
-        tries.append(("GPT-NeoX", why or f"mlp={m.mlp!r}"))
-        why = _why_not(m, norm="layernorm", uniform_bias=True, bias=False, head_bias=None, mlp="gelu", **_plain(m))
-        if why is None and (not m.shared_norm or m.num_kv_heads in (1, m.heads)):
-            new = not m.shared_norm or m.num_kv_heads not in (1, m.heads)
-            return dict(base, **_rope(m), model_type="falcon", ffn_hidden_size=m.ffn, max_position_embeddings=m.seq_len,
-                        new_decoder_architecture=new, num_kv_heads=m.num_kv_heads, multi_query=m.num_kv_heads == 1,
-                        num_ln_in_parallel_attn=None if new else 1, parallel_attn=True, bias=False, alibi=False,
-                        hidden_dropout=drop, attention_dropout=drop)
-        tries.append(("Falcon", why or f"kv_heads={m.kv_heads!r}"))
+        families = {"Phi": _phi, "GPT-NeoX": _neox, "Falcon": _falcon}
     else:
-        plain = dict(_plain(m), head_dim_override=m.head_dim_override, rotary_fraction=m.rotary_fraction)
-        llama = dict(base, **_rope(m), intermediate_size=m.ffn, num_key_value_heads=m.num_kv_heads,
-                     max_position_embeddings=m.seq_len, head_dim=m.head_dim, attention_dropout=drop)
-        if m.mlp == "geglu":
-            why = _why_not(m, norm="rmsnorm", uniform_bias=True, bias=False, head_bias=None,
-                           **dict(plain, embed_scale=True))
-            if why is None:
-                return dict(llama, model_type="gemma", hidden_act="gelu_pytorch_tanh", hidden_activation="gelu_pytorch_tanh")
-            tries.append(("Gemma", why))
-        elif m.has_bias("qkv") and not m.has_bias("out") and not m.has_bias("mlp"):
-            why = _why_not(m, norm="rmsnorm", mlp="swiglu", head_bias=None,
-                           **dict(plain, sliding_window=m.sliding_window))
-            if why is None:
-                window = {"use_sliding_window": m.sliding_window is not None, "max_window_layers": 0,
-                          "sliding_window": m.sliding_window}
-                return dict(llama, **window, model_type="qwen2", hidden_act="silu")
-            tries.append(("Qwen2", why))
-        else:
-            why = _why_not(m, norm="rmsnorm", mlp="swiglu", head_bias=None, qkv_bias=m.out_bias,
-                           **dict(plain, sliding_window=m.sliding_window))
-            if why is None:
-                attn = {"attention_bias": m.has_bias("qkv"), "mlp_bias": m.has_bias("mlp"), "hidden_act": "silu"}
-                if m.sliding_window is not None and not (m.bias or m.has_bias("mlp")):
-                    return dict(llama, **attn, model_type="mistral", sliding_window=m.sliding_window)
-                if m.sliding_window is None:
-                    return dict(llama, **attn, model_type="llama")
-                why = "bias=True (Mistral has no biases)"
-            tries.append(("Llama", why))
-    reasons = "; ".join(f"{fam} needs other {why}" for fam, why in tries)
-    raise ConfigError(f"model {m.name!r}: no transformers family builds this model ({reasons})")
+        families = {"Gemma": _gemma, "Qwen2": _qwen2, "Llama": _llama}
+    base, drop, reasons = _common(m, vocab or m.vocab), 0.1 if m.dropout else 0.0, []
+    for family, build in families.items():
+        cfg, why = build(m, base, drop)
+        if cfg is not None:
+            return cfg
+        reasons.append(f"{family} needs other {why}")
+    raise ConfigError(f"model {m.name!r}: no transformers family builds this model ({'; '.join(reasons)})")
