@@ -200,4 +200,9 @@ def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2
         "min_fraction": ds.min_fraction,
         "min_area_mm2": float(cands.area_mm2.min()) if len(cands) else None,
         "max_area_mm2": float(cands.area_mm2.max()) if len(cands) else None,
+        "lower_bound_mm2": ds.min_fraction * cands.budget_mm2,
+        "lower_bound_waived_for_single_core": ds.waive_min_for_single_core,
+        "axes": {"num_tc": list(ds.num_tc), "tc_rows (depth)": list(ds.tc_depths),
+                 "tc_cols = vc_width (width)": list(ds.tc_widths), "num_vc": list(ds.num_vc),
+                 "glb_mib": [g // MiB for g in ds.glb_bytes]},
     }

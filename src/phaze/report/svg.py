@@ -22,6 +22,11 @@ def esc(text) -> str:
     return escape(str(text), quote=True)
 
 
+def text_px(text: str) -> float:
+    """Rough width of ``text`` at the chart font size (for layout only)."""
+    return 6.6 * len(text)
+
+
 def nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
     """About ``n`` round tick values covering [lo, hi] (steps of 1, 2 or 5 x 10^k)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
@@ -190,9 +195,11 @@ def scatter(series: list[Series], *, title: str, xlabel: str, ylabel: str, frame
         for x, y, tip in s.points:
             body.append(marker(s.shape, ax.x(x), ax.y(y), s.radius, s.color, tip))
     items = [(s.shape, s.color, s.name) for s in series if s.points]
-    lx = frame.x1 - 230 if legend_at.endswith("right") else frame.x0 + 10
+    lx = frame.x1 if legend_at.endswith("right") else frame.x0 + 10
     ly = frame.y0 - 12 - 16 * (len(items) - 1) if legend_at.startswith("bottom") else frame.y1 + 14
-    body.append(f'<rect class="lgbox" x="{lx - 4}" y="{ly - 12}" width="228" height="{16 * len(items) + 6}"/>')
+    box_w = 26 + max(text_px(t) for _, _, t in items)
+    lx = min(lx, frame.x1 - box_w - 4)
+    body.append(f'<rect class="lgbox" x="{lx - 4}" y="{ly - 12}" width="{box_w:.0f}" height="{16 * len(items) + 6}"/>')
     body.append(legend(items, lx, ly))
     return svg(frame, "\n".join(body), title)
 
@@ -203,7 +210,14 @@ def hbars(rows: list[tuple[str, list[tuple[float, str, str]]]], *, title: str, x
     """Horizontal stacked bars: rows of (label, [(value, colour, hover text), ...]). ``vline``: (x, text)
     draws a dashed vertical line (e.g. the memory capacity)."""
     n = len(rows)
-    leg_h = 18 if legend_items else 0
+    placed, lx, ly = [], label_px, 0
+    for color, text in legend_items:  # flow the legend left to right, wrapping at the chart's width
+        w = 24 + text_px(text)
+        if lx + w > frame_width - 10 and lx > label_px:
+            lx, ly = label_px, ly + 18
+        placed.append((lx, ly, color, text))
+        lx += w
+    leg_h = ly + 18 if legend_items else 0
     frame = Frame(width=frame_width, height=36 + leg_h + n * row_px + 48, left=label_px, right=24, top=36 + leg_h,
                   bottom=48)
     total = max([sum(v for v, _, _ in parts) for _, parts in rows] + [vline[0] if vline else 0.0, 1e-30])
@@ -224,10 +238,9 @@ def hbars(rows: list[tuple[str, list[tuple[float, str, str]]]], *, title: str, x
         x = ax.x(vline[0])
         body.append(f'<line class="cap" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y1 - 4}" y2="{frame.y0}">'
                     f'<title>{esc(vline[1])}</title></line>')
-        body.append(f'<text x="{x - 4:.1f}" y="{frame.y1 - 6}" text-anchor="end" class="small">{esc(vline[1])}</text>')
-    x = frame.x0
-    for color, text in legend_items:
-        body.append(f'<rect x="{x}" y="{frame.y1 - leg_h - 8}" width="12" height="12" fill="{color}"/>')
-        body.append(f'<text x="{x + 16}" y="{frame.y1 - leg_h + 2}">{esc(text)}</text>')
-        x += 24 + 7 * len(text)
+        body.append(f'<text x="{x - 4:.1f}" y="{frame.y0 - 4}" text-anchor="end" class="small">{esc(vline[1])}</text>')
+    for x, yy, color, text in placed:
+        y = 28 + yy
+        body.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{color}"/>')
+        body.append(f'<text x="{x + 16}" y="{y + 10}">{esc(text)}</text>')
     return svg(frame, "\n".join(body), title)

@@ -64,7 +64,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
     return out
 
 
-def _pareto(rows: list[dict]) -> list[dict]:
+def pareto_front(rows: list[dict]) -> list[dict]:
     """Rows no smaller-or-equal-area row beats in score."""
     out, best = [], -np.inf
     for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
@@ -171,5 +171,5 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     finally:
         prog.close()
         store.close()
-    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, _pareto(rows),
+    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, pareto_front(rows),
                         time.perf_counter() - t0, per_model)
