@@ -14,9 +14,9 @@ import os
 from pathlib import Path
 
 from phaze.errors import ConfigError, PhazeError
-from phaze.report.details import PlanDetail, plan_detail, search_details
+from phaze.report.details import PlanDetail, iteration_parts, plan_detail, search_details
 from phaze.report.html_figures import (pareto_chart, plan_figures, schedule_figures, si_s)
-from phaze.report.html_page import Section, kv_table, note, page, table
+from phaze.report.html_page import Section, kv_table, note, page, pct, table, times
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, VERMILLION, Series, hbars, scatter
 
 MiB = 2**20
@@ -64,6 +64,8 @@ def _plan_sections(details: list[PlanDetail], who: str) -> list[Section]:
     for d in details:
         ev = d.evaluation
         used = ev["pp"] * ev["tp"] * ev["dp"]
+        big = max(iteration_parts(ev), key=lambda kv: kv[1])
+        limit = f" The largest share of the iteration is {big[0]}: {big[1] / ev['iteration_time_s']:.0%}."
         stored = (f" The search stored {d.stored_seq_per_s:.4g} seq/s for this plan; evaluated again here: "
                   f"{ev['throughput_seq_per_s']:.4g} seq/s." if d.stored_seq_per_s is not None else "")
         plan_body.append(f"<h3>{d.model} on {who}</h3>" + note(
@@ -71,7 +73,7 @@ def _plan_sections(details: list[PlanDetail], who: str) -> list[Section]:
             f"{d.devices_given} devices; microbatch {ev['microbatch_size']} x {ev['num_microbatches']} per iteration; "
             f"iteration {si_s(ev['iteration_time_s'])}, {ev['throughput_seq_per_s']:.4g} seq/s, MFU {ev['mfu']:.1%}; "
             f"peak memory {ev['memory_bytes_per_device'] / 2**30:.2f} of {ev['memory_capacity_bytes'] / 2**30:.0f} GiB."
-            + stored) + "".join(plan_figures(d)))
+            + limit + stored) + "".join(plan_figures(d)))
         if d.schedules:
             sched_body.append(f"<h3>{d.model}</h3>" + "".join(schedule_figures(d)))
         else:
@@ -114,15 +116,15 @@ def _search_versus(res) -> str:
         best_ref = ref.get("best_seq_per_s") or 0.0
         rows.append([o["model"], "searched chip (winner)", round(b["area_mm2"], 2), b["hbm_gib"], o["plan"],
                      o["throughput_seq_per_s"], o["throughput_seq_per_s"] / b["area_mm2"],
-                     o["throughput_seq_per_s"] / best_ref if best_ref else None, o["mfu"]])
+                     times(o["throughput_seq_per_s"] / best_ref if best_ref else None), pct(o["mfu"])])
         rows.append([ref["model"], "TPUv4-like, its best plan", round(ref["area_mm2"], 2), ref["hbm_gib"],
-                     ref["best_plan"], best_ref, best_ref / ref["area_mm2"], 1.0 if best_ref else None,
-                     ref.get("best_mfu")])
+                     ref["best_plan"], best_ref, best_ref / ref["area_mm2"], times(1.0 if best_ref else None),
+                     pct(ref.get("best_mfu"))])
         paper = ref.get("paper_seq_per_s") or 0.0
         rows.append([ref["model"], "TPUv4-like, the paper's plan", round(ref["area_mm2"], 2), ref["hbm_gib"],
                      ref["paper_plan"] if ref.get("paper_fits") else f"does not fit: {ref.get('paper_reason')}",
                      paper or None, paper / ref["area_mm2"] if paper else None,
-                     paper / best_ref if paper and best_ref else None, None])
+                     times(paper / best_ref if paper and best_ref else None), None])
         bars += [(f"{o['model']}: winner", [(o["throughput_seq_per_s"], ORANGE, f"winner {o['throughput_seq_per_s']:.4g} seq/s")]),
                  (f"{ref['model']}: TPUv4-like best", [(best_ref, BLUE, f"TPUv4-like, best plan {best_ref:.4g} seq/s")]),
                  (f"{ref['model']}: TPUv4-like paper", [(paper, SKY, f"TPUv4-like, paper's plan {paper:.4g} seq/s")])]
@@ -221,7 +223,7 @@ def _eval_row(label: str, ev: dict | None, describe: str, best_tput: float, reas
         return [label, describe or "-", None, None, None, None, None, f"not built: {reason}"]
     fits = "yes" if ev["fits"] else f"no (+{ev['memory_excess_bytes'] / 2**30:.2f} GiB on stage {ev['oom_stage']})"
     return [label, describe, ev["pp"] * ev["tp"] * ev["dp"], ev["iteration_time_s"], ev["throughput_seq_per_s"],
-            ev["throughput_seq_per_s"] / best_tput if best_tput else None, ev["mfu"], fits]
+            times(ev["throughput_seq_per_s"] / best_tput if best_tput else None), pct(ev["mfu"]), fits]
 
 
 def plan_report_html(result, setting: list[tuple[str, str]], detail: PlanDetail) -> str:

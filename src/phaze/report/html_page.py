@@ -63,7 +63,19 @@ class Section:
     body: str  # HTML
 
 
+def pct(v: float | None) -> tuple[str, float] | None:
+    """A fraction shown as a percentage (sorted by its value)."""
+    return None if v is None else (f"{v:.1%}", v)
+
+
+def times(v: float | None) -> tuple[str, float] | None:
+    """A ratio shown as 1.23x (sorted by its value)."""
+    return None if v is None else (f"{v:.2f}x", v)
+
+
 def cell(v) -> str:
+    if isinstance(v, tuple):  # (text shown, value sorted by)
+        return f'<td class="num" data-v="{float(v[1])!r}">{esc(v[0])}</td>'
     if isinstance(v, bool):
         return f"<td>{'yes' if v else 'no'}</td>"
     if isinstance(v, (int, float)):
