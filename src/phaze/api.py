@@ -268,8 +268,16 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     from phaze.hardware.space import resolve_space
     from phaze.search import SearchSpec
 
+    from phaze.errors import InfeasibleError
+    from phaze.hardware.space import enumerate_space
+
     ds = resolve_space(space, budget_mm2)
     get_cluster(cluster, devices)  # an unknown cluster fails here, before any work
+    cands = enumerate_space(ds)
+    if len(cands) == 0:
+        raise InfeasibleError(f"the design space has no chip with {ds.min_fraction:g} x budget <= area <= budget "
+                              f"({ds.min_fraction * cands.budget_mm2:.2f} to {cands.budget_mm2:.2f} mm^2); "
+                              f"raise --budget-mm2 (see `phaze arch`)")
     return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),

@@ -64,11 +64,11 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
             ("devices", str(spec["devices"])), ("global batch (sequences)", str(spec["global_batch"])),
             ("cluster", cluster_text(get_cluster(spec["cluster"], spec["devices"])))]
     rows += space_rows(space, cands)
+    rows.append(("HBM sizes (GiB)", _vals(spec["hbm_gib"])))
     if len(cands):
         a = cands.arch.accelerator(0)
-        rows += [("HBM sizes (GiB)", _vals(spec["hbm_gib"])),
-                 ("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, {_si(a.hbm_bandwidth_Bps, 'B/s')} "
-                                                          f"(the TPUv4-like chip's)")]
+        rows.append(("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, "
+                                                             f"{_si(a.hbm_bandwidth_Bps, 'B/s')} (the TPUv4-like chip's)"))
     rows += [("plan space per chip", f"microbatch {_vals(spec['microbatch_sizes'])}; tensor-parallel "
                                      f"{_vals(spec['tp_values']) if spec.get('tp_values') else 'every valid width up to the model max'}; "
                                      f"recompute {_vals(spec['recompute_modes'])}; no interleaving, no sequence "
