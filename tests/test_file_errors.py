@@ -83,3 +83,50 @@ def test_space_file_errors_name_the_field(capsys, tmp_path, text, expect):
         assert json.loads(capsys.readouterr().out)["budget_mm2"] == 300.0
     else:
         assert expect in err_of(capsys, "arch", "--space", str(tmp_path / "s.yaml"))
+
+
+DOCS = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs"
+
+
+def doc_example(name: str, tmp_path):
+    import re
+    text = (DOCS / name).read_text(encoding="utf-8")
+    block = re.search(r"```yaml\n(.*?)```", text, flags=re.S).group(1)
+    p = tmp_path / "example.yaml"
+    p.write_text(block)
+    return text, p
+
+
+def documented_fields(text: str) -> set[str]:
+    import re
+    return set(re.findall(r"^\| `([A-Za-z_0-9]+)`", text, flags=re.M))
+
+
+def test_docs_model_example_loads_and_lists_every_field(tmp_path):
+    import dataclasses
+    from phaze.workload.config import ModelConfig
+    from phaze.workload.zoo import get_model
+    text, p = doc_example("model-file.md", tmp_path)
+    m = get_model(str(p))
+    assert (m.name, m.num_layers, m.num_kv_heads, m.mlp) == ("my-llama", 32, 8, "swiglu")
+    assert documented_fields(text) == {f.name for f in dataclasses.fields(ModelConfig)}
+
+
+def test_docs_chip_example_loads_and_lists_every_field(tmp_path):
+    import dataclasses
+    from phaze.hardware.accelerator import Accelerator
+    from phaze.hardware.presets import TPUV4_LIKE, get_accelerator
+    text, p = doc_example("chip-file.md", tmp_path)
+    acc = get_accelerator(str(p))
+    assert dataclasses.replace(acc, name=TPUV4_LIKE.name) == TPUV4_LIKE
+    assert documented_fields(text) == {f.name for f in dataclasses.fields(Accelerator)}
+
+
+def test_docs_space_example_loads_and_lists_every_field(tmp_path):
+    import dataclasses
+    from phaze.hardware.space import DesignSpace, load_space
+    text, p = doc_example("space-file.md", tmp_path)
+    ds = load_space(p)
+    assert ds.num_tc == (1, 2, 4, 8, 16, 32, 64, 128, 256) and ds.glb_bytes[0] == 8 * 2**20
+    names = {f.name for f in dataclasses.fields(DesignSpace)} - {"glb_bytes"} | {"glb_mib"}
+    assert documented_fields(text) == names
