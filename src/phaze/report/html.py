@@ -147,8 +147,9 @@ def _search_front(res, all_rows: list[dict]) -> str:
     scope = ("exact over the whole design space" if res.spec.get("pareto") else
              "among the exactly evaluated candidates (pruned chips are provably not the best but could sit on "
              "the front; --pareto makes it exact)")
-    out = note(f"Pareto front of score against area, {scope}. {len(res.pareto)} front points, "
-               f"{len(all_rows)} exactly evaluated candidates.")
+    n = len(res.pareto)
+    out = note(f"Pareto front of score against area, {scope}. {n} point{'s' if n != 1 else ''} on the front, "
+               f"{len(all_rows)} candidates evaluated exactly.")
     out += pareto_chart(res.pareto, others, res.best, refs, x_key="area_mm2", xlabel="chip area (mm^2)",
                         title="Score against chip area")
     if res.best is not None and _power_of(res.best) is not None:

@@ -176,8 +176,9 @@ def gantt(g: LayerGantt, cores: dict[str, int], title: str) -> str:
                 body.append(f'<rect class="bar" x="{x0:.2f}" y="{y:.1f}" width="{max(x1 - x0, 0.6):.2f}" '
                             f'height="{row_px - 3}" fill="{KIND_COLORS[k]}" fill-opacity="{op:.2f}">'
                             f'<title>{esc(tip)}</title></rect>')
-                if x1 - x0 > 7 * len(o.name) + 4:
-                    body.append(f'<text class="small inbar" x="{x0 + 3:.1f}" y="{y + row_px - 6:.1f}">{esc(o.name)}</text>')
+                if x1 - x0 > 7 * len(o.name) + 4:  # white on a dark bar, dark on a pale one
+                    cls = "small inbar" if op > 0.6 else "small"
+                    body.append(f'<text class="{cls}" x="{x0 + 3:.1f}" y="{y + row_px - 6:.1f}">{esc(o.name)}</text>')
             y += row_px
         body.append(f'<line class="grid" x1="{frame.x0}" x2="{frame.x1}" y1="{y + 3:.1f}" y2="{y + 3:.1f}"/>')
         y += 8

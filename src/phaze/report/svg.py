@@ -177,13 +177,17 @@ class Series:
 
 
 def scatter(series: list[Series], *, title: str, xlabel: str, ylabel: str, frame: Frame = Frame(),
-            legend_at: str = "bottom-right") -> str:
+            legend_at: str = "bottom-right", x_from_zero: bool = False) -> str:
+    """Points of each series; the y axis starts at 0, the x axis at 0 only with ``x_from_zero`` (otherwise it
+    spans the points with a 5% margin, so a cluster of chips of similar area spreads out)."""
     xs = [p[0] for s in series for p in s.points]
     ys = [p[1] for s in series for p in s.points]
     if not xs:
         return ""
-    ax = Axes(frame, (min(0.0, min(xs)), max(xs)), (min(0.0, min(ys)), max(ys)), title=title, xlabel=xlabel,
-              ylabel=ylabel)
+    pad = 0.05 * ((max(xs) - min(xs)) or abs(max(xs)) or 1.0)
+    x_lo = min(0.0, min(xs)) if x_from_zero else min(xs) - pad
+    ax = Axes(frame, (x_lo, max(xs) + (0.0 if x_from_zero else pad)), (min(0.0, min(ys)), max(ys)), title=title,
+              xlabel=xlabel, ylabel=ylabel)
     body = [ax.frame_svg()]
     for s in series:
         if s.line and len(s.points) > 1:
