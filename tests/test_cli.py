@@ -6,13 +6,7 @@ import pytest
 from phaze.cli import main
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from conftest import run_phaze as run  # noqa: E402  (tests/conftest.py)
 
 
 def run_json(capsys, *argv):

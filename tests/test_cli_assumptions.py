@@ -6,17 +6,9 @@ import io
 
 import pytest
 
-from phaze.cli import build_parser, main
+from phaze.cli import build_parser
 from phaze.progress import Progress
 
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def options():
@@ -53,8 +45,8 @@ def test_help_defaults_match_the_parser():
     assert wrong == []
 
 
-def test_plan_prints_its_setting_before_the_answer(capsys):
-    code, out, err = run(capsys, "plan", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "16",
+def test_plan_prints_its_setting_before_the_answer(cli):
+    code, out, err = cli("plan", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "16",
                          "--global-batch", "64", "--mbs", "1,2")
     assert code == 0, err
     setting = out.index("setting")
@@ -65,12 +57,12 @@ def test_plan_prints_its_setting_before_the_answer(capsys):
         assert word in head, word
 
 
-def test_search_prints_its_setting_first(capsys, tmp_path):
+def test_search_prints_its_setting_first(cli, tmp_path):
     (tmp_path / "m.yaml").write_text("name: tiny\nnum_layers: 4\nhidden: 256\nheads: 4\nffn: 1024\nvocab: 2000\n"
                                      "seq_len: 128\nmax_tp: 2\n")
     (tmp_path / "s.yaml").write_text("num_tc: [1, 4, 16]\nnum_vc: [1, 4]\ntc_widths: [16, 64]\ntc_depths: [16, 64]\n"
                                      "glb_mib: [2, 32]\n")
-    code, out, err = run(capsys, "search", "--model", str(tmp_path / "m.yaml"), "--space", str(tmp_path / "s.yaml"),
+    code, out, err = cli("search", "--model", str(tmp_path / "m.yaml"), "--space", str(tmp_path / "s.yaml"),
                          "--devices", "16", "--global-batch", "32", "--mbs", "1,2", "--hbm-gib", "1,2",
                          "--store", str(tmp_path / "r.db"), "--workers", "1")
     assert code == 0, err
@@ -81,20 +73,20 @@ def test_search_prints_its_setting_first(capsys, tmp_path):
         assert word in head, word
 
 
-def test_an_empty_space_fails_before_a_store_is_written(capsys, tmp_path):
-    code, out, err = run(capsys, "search", "--model", "gpt2-xl", "--store", str(tmp_path / "r.db"),
+def test_an_empty_space_fails_before_a_store_is_written(cli, tmp_path):
+    code, out, err = cli("search", "--model", "gpt2-xl", "--store", str(tmp_path / "r.db"),
                          "--budget-mm2", "1")
     assert code == 2 and "0.30 to 1.00 mm^2" in err and "raise --budget-mm2" in err
     assert not (tmp_path / "r.db").exists()
 
 
-def test_arch_explains_the_budget(capsys):
+def test_arch_explains_the_budget(cli):
     import json
-    code, out, err = run(capsys, "arch", "--budget-mm2", "800", "--json")
+    code, out, err = cli("arch", "--budget-mm2", "800", "--json")
     d = json.loads(out)
     assert d["axes"]["num_tc"][0] == 1 and d["axes"]["num_tc"][-1] == 4096 and d["axes"]["glb_mib"] == [2, 4, 8, 16, 32, 64, 128]
     assert d["lower_bound_mm2"] == pytest.approx(240.0)
-    code, out, err = run(capsys, "arch", "--budget-mm2", "800")
+    code, out, err = cli("arch", "--budget-mm2", "800")
     assert "240.00 to 800.00 mm^2" in out and "FEWER chips" in out and "19,325 of 75,712" in out
 
 
@@ -128,8 +120,8 @@ def test_progress_quiet_prints_nothing_and_a_terminal_gets_a_bar():
     assert "exact evaluation: 4/4 candidates" in buf.getvalue()
 
 
-def test_validate_quiet_and_not(capsys):
-    code, out, err = run(capsys, "validate", "--quiet")
+def test_validate_quiet_and_not(cli):
+    code, out, err = cli("validate", "--quiet")
     assert code == 0 and err == ""
-    code, out, err = run(capsys, "validate")
+    code, out, err = cli("validate")
     assert code == 0 and "phaze validate: validating against published measurements" in err

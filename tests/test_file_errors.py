@@ -22,12 +22,8 @@ HF = {"architectures": ["LlamaForCausalLM"], "hidden_size": 4096, "intermediate_
       "max_position_embeddings": 4096, "model_type": "llama", "torch_dtype": "float16", "rope_scaling": None}
 
 
-def err_of(capsys, *argv) -> str:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+def err_of(cli, *argv) -> str:
+    code, out, err = cli(*argv)
     assert code == 2, out
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -41,32 +37,32 @@ def test_chip_file_with_yaml12_exponents_reads(capsys, tmp_path):
     assert d["accelerator"] == "mychip"
 
 
-def test_chip_file_errors_name_each_field_once(capsys, tmp_path):
+def test_chip_file_errors_name_each_field_once(cli, tmp_path):
     bad = CHIP.replace("freq_hz: 1.0e9", 'freq_hz: "1.0e9"').replace("num_vc: 2", "num_vc: two") + "colour: red\nsize: 3\n"
     (tmp_path / "c.yaml").write_text(bad)
-    msg = err_of(capsys, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "c.yaml"))
+    msg = err_of(cli, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "c.yaml"))
     assert "freq_hz: expected a positive number, got the text '1.0e9' (a number in quotes" in msg
     assert "num_vc: expected a positive integer, got the text 'two'" in msg
     assert "unknown fields 'colour', 'size' (allowed:" in msg
     assert msg.count("allowed:") == 1 and msg.count("freq_hz:") == 1 and "not supported" not in msg
 
 
-def test_chip_file_missing_fields_listed_once(capsys, tmp_path):
+def test_chip_file_missing_fields_listed_once(cli, tmp_path):
     (tmp_path / "c.yaml").write_text("num_tc: 8\n")
-    msg = err_of(capsys, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "c.yaml"))
+    msg = err_of(cli, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "c.yaml"))
     assert msg.count("missing fields") == 1 and "'tc_rows'" in msg and "'freq_hz'" in msg
 
 
-def test_hugging_face_config_is_one_line(capsys, tmp_path):
+def test_hugging_face_config_is_one_line(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(HF))
-    msg = err_of(capsys, "show-model", str(tmp_path / "config.json"))
+    msg = err_of(cli, "show-model", str(tmp_path / "config.json"))
     assert "Hugging Face config.json" in msg and "phaze import-model" in msg and "allowed" not in msg
 
 
-def test_model_file_unknown_fields_once_and_types(capsys, tmp_path):
+def test_model_file_unknown_fields_once_and_types(cli, tmp_path):
     (tmp_path / "m.yaml").write_text("num_layers: '4'\nhidden: 256\nheads: 4\nffn: 1024\nvocab: 2000\nseq_len: 128\n"
                                      "colour: red\nshape: round\n")
-    msg = err_of(capsys, "show-model", str(tmp_path / "m.yaml"))
+    msg = err_of(cli, "show-model", str(tmp_path / "m.yaml"))
     assert msg.count("allowed") == 1 and "unknown fields 'colour', 'shape'" in msg
     assert "field 'num_layers' must be a positive integer, got the text '4'" in msg
 
@@ -76,13 +72,13 @@ def test_model_file_unknown_fields_once_and_types(capsys, tmp_path):
     ("budget_mm2: '300'\n", "budget_mm2: expected a number, got the text '300'"),
     ("budget_mm2: 3.0e2\nnum_tc: [1, 2]\n", None),
 ])
-def test_space_file_errors_name_the_field(capsys, tmp_path, text, expect):
+def test_space_file_errors_name_the_field(cli, capsys, tmp_path, text, expect):
     (tmp_path / "s.yaml").write_text(text)
     if expect is None:
         assert main(["arch", "--space", str(tmp_path / "s.yaml"), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["budget_mm2"] == 300.0
     else:
-        assert expect in err_of(capsys, "arch", "--space", str(tmp_path / "s.yaml"))
+        assert expect in err_of(cli, "arch", "--space", str(tmp_path / "s.yaml"))
 
 
 DOCS = __import__("pathlib").Path(__file__).resolve().parents[1] / "docs"

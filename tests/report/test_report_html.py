@@ -7,7 +7,6 @@ import sys
 import pytest
 
 from phaze import api
-from phaze.cli import main
 from phaze.errors import ConfigError
 from phaze.report.details import iteration_parts, search_details
 from phaze.report.html import check_output_path, reproduce_report_html, search_report_html, write_search_report
@@ -15,14 +14,6 @@ from phaze.report.svg import nice_ticks
 
 SECTIONS = ("answer", "assumptions", "versus", "pareto", "plan", "schedule", "counts")
 
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def assert_self_contained(html: str) -> None:
@@ -138,53 +129,53 @@ def test_reproduce_report_with_and_without_power(tmp_path):
     assert "spotlight" in open(out, encoding="utf-8").read()
 
 
-def test_store_report_equals_the_run(tiny_search, tmp_path, capsys):
+def test_store_report_equals_the_run(tiny_search, tmp_path, cli):
     """The report command rebuilds the result from the store: the same winner, front and counts as the run."""
     res, _ = tiny_search
     again = api.load_search(res.store)
     assert again.best == res.best and again.pareto == res.pareto and again.references == res.references
     for k in ("candidates", "exact", "bounded", "infeasible", "pruned"):
         assert again.counts[k] == res.counts[k]
-    code, out, err = run(capsys, "report", "--store", res.store, "--html", str(tmp_path / "s.html"))
+    code, out, err = cli("report", "--store", res.store, "--html", str(tmp_path / "s.html"))
     assert code == 0, err
     assert "HTML report written to" in out and (tmp_path / "s.html").stat().st_size > 10_000
 
 
 @pytest.mark.parametrize("path, msg", [("nowhere/x.html", "does not exist"), ("x.txt", "ending in .html")])
-def test_bad_html_path_fails_before_work(tmp_path, capsys, monkeypatch, path, msg):
+def test_bad_html_path_fails_before_work(tmp_path, cli, monkeypatch, path, msg):
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "search", "--model", "gpt2-xl", "--store", "r.db", "--html", path)
+    code, out, err = cli("search", "--model", "gpt2-xl", "--store", "r.db", "--html", path)
     assert code == 2 and msg in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r.db").exists() and out == ""
     with pytest.raises(ConfigError):
         check_output_path(path)
 
 
-def test_report_needs_one_source(capsys, tmp_path):
-    code, _, err = run(capsys, "report", "--html", str(tmp_path / "x.html"))
+def test_report_needs_one_source(cli, tmp_path):
+    code, _, err = cli("report", "--html", str(tmp_path / "x.html"))
     assert code == 2 and "exactly one of --store" in err
     (tmp_path / "bad.json").write_text("{not json")
-    code, _, err = run(capsys, "report", "--reproduce", str(tmp_path / "bad.json"), "--html", str(tmp_path / "x.html"))
+    code, _, err = cli("report", "--reproduce", str(tmp_path / "bad.json"), "--html", str(tmp_path / "x.html"))
     assert code == 2 and "is not JSON" in err
 
 
-def test_missing_matplotlib_fails_before_the_search(tmp_path, capsys, monkeypatch):
+def test_missing_matplotlib_fails_before_the_search(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib now raises ImportError
-    code, out, err = run(capsys, "search", "--model", "gpt2-xl", "--store", "r.db", "--plot", "plots")
+    code, out, err = cli("search", "--model", "gpt2-xl", "--store", "r.db", "--plot", "plots")
     assert code == 2 and "phaze[plot]" in err and not (tmp_path / "r.db").exists()
-    code, out, err = run(capsys, "schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--gantt", "g.png")
+    code, out, err = cli("schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--gantt", "g.png")
     assert code == 2 and "phaze[plot]" in err and not list(tmp_path.iterdir())
 
 
-def test_gantt_png_is_a_png_and_other_suffixes_fail(tmp_path, capsys):
+def test_gantt_png_is_a_png_and_other_suffixes_fail(tmp_path, cli):
     pytest.importorskip("matplotlib")
     png = tmp_path / "g.png"
-    code, out, err = run(capsys, "schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--layer", "block",
+    code, out, err = cli("schedule", "--model", "bert-large", "--accelerator", "tpuv4-like", "--layer", "block",
                          "--gantt", str(png))
     assert code == 0, err
     assert png.read_bytes()[:4] == b"\x89PNG" and not (tmp_path / "g.txt").exists()
-    code, out, err = run(capsys, "schedule", "--model", "bert-large", "--accelerator", "tpuv4-like",
+    code, out, err = cli("schedule", "--model", "bert-large", "--accelerator", "tpuv4-like",
                          "--gantt", str(tmp_path / "g.svg"))
     assert code == 2 and ".png" in err
 
