@@ -3,7 +3,6 @@ import json
 
 import pytest
 
-from phaze.cli import main
 
 
 from conftest import run_phaze as run  # noqa: E402  (tests/conftest.py)
