@@ -1,17 +1,7 @@
 """Shared test fixtures."""
 import pytest
 
-from phaze.cli import main
-
-
-def run_phaze(capsys, *argv):
-    """Run the `phaze` command in-process: (exit code, stdout, stderr)."""
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirunner import run_phaze
 
 
 @pytest.fixture

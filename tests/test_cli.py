@@ -2,10 +2,7 @@
 import json
 
 import pytest
-
-
-
-from conftest import run_phaze as run  # noqa: E402  (tests/conftest.py)
+from clirunner import run_phaze as run
 
 
 def run_json(capsys, *argv):
