@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from phaze import api
-from phaze.report.html import reproduce_report_html, write_search_report
+from phaze.report.html import write_search_report
+from phaze.report.html_reproduce import reproduce_report_html
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (Debian: apt-get install "

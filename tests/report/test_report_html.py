@@ -9,7 +9,8 @@ import pytest
 from phaze import api
 from phaze.errors import ConfigError
 from phaze.report.details import iteration_parts, search_details
-from phaze.report.html import check_output_path, reproduce_report_html, search_report_html, write_search_report
+from phaze.report.html import check_output_path, search_report_html, write_search_report
+from phaze.report.html_reproduce import reproduce_report_html
 from phaze.report.svg import nice_ticks
 
 SECTIONS = ("answer", "assumptions", "versus", "pareto", "plan", "schedule", "counts")
