@@ -3,6 +3,7 @@ setting before any work; arch explains its axes and the area window; progress is
 terminal and nothing with --quiet."""
 import argparse
 import io
+import re
 
 import pytest
 
@@ -71,6 +72,8 @@ def test_search_prints_its_setting_first(cli, tmp_path):
                  "tensor cores (num_tc)", "1, 4, 16", "0.3 x budget <= area <= budget", "83.65 to 278.83 mm^2",
                  "33 chips kept of 48 raw points", "HBM sizes (GiB)", "1, 2", "recompute none, full"):
         assert word in head, word
+    # the winner's MFU and the devices its plan uses, in the terminal too (not only in the JSON export)
+    assert "MFU" in out and re.search(r"\b\d+(\.\d)?% \S* *\d+ of 16\b", out.replace("│", " "))
 
 
 def test_an_empty_space_fails_before_a_store_is_written(cli, tmp_path):
