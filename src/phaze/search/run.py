@@ -90,7 +90,7 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers
             for f in sorted(finished, key=lambda f: pending[f]):
                 c = pending.pop(f)
                 bb.absorb(c, f.result(), store)
-            prog.update(bb.resolved(), f"candidates (exact {bb.n_exact}, best score {bb.incumbent:.4g})")
+            prog.update(bb.resolved(), f"exact {bb.n_exact}, best {bb.incumbent:.4g}")
     except BaseException:
         for f in pending:
             f.cancel()
@@ -135,13 +135,15 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         try:
             bounds = []
             for m in spec.models:
-                prog.stage(f"bounding {m.name} on {len(cands)} chips (vectorized, settings over {workers} workers)",
-                           len(spec.settings(m)), "settings")
+                prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
+                          f"worker{'s' if workers > 1 else ''})")
+                prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
                 bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
             prog.done()
             bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s)
-            prog.stage(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})", total,
-                       "candidates")
+            prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
+                      f"the bounds rule out are counted as they go")
+            prog.stage("exact evaluation", total, "candidates")
             prog.update(bb.resolved())
             _explore(bb, store, executor, prog, workers)
             counts = bb.counts()
@@ -154,8 +156,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                     _seed_from_joint(joint, k, ref_tput[k], sub, cands)
                     bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
                                           prune, schedule_time_limit_s)
-                    prog.stage(f"best chip for {m.name} alone (same exact search; joint results reused)", total,
-                               "candidates")
+                    prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
+                    prog.stage(f"{m.name} alone", total, "candidates")
                     prog.update(bb_k.resolved())
                     _explore(bb_k, sub, executor, prog, workers)
                     prog.done()
