@@ -42,7 +42,7 @@ def reproduce_report_html(rows: list[dict], setting: list[tuple[str, str]] | Non
             series.append(Series(role, pts, color, shape, 5))
         if any(s.points for s in series):
             figs.append(scatter(series, title=f"Throughput ratio against {xlabel.split(' (')[0]}", xlabel=xlabel,
-                                ylabel="throughput / TPUv4-like best", legend_at="top-left"))
+                                ylabel="throughput / TPUv4-like best"))
         elif key == "power_w":
             figs.append(note("No row has a power figure (power_w), so there is no chart against power."))
     sections = [Section("answer", "The answer", '<div class="answer">' + "<br>".join(answer) + "</div>")]

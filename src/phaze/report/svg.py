@@ -179,14 +179,16 @@ class Series:
 def scatter(series: list[Series], *, title: str, xlabel: str, ylabel: str, frame: Frame = Frame(),
             legend_at: str = "bottom-right", x_from_zero: bool = False) -> str:
     """Points of each series; the y axis starts at 0, the x axis at 0 only with ``x_from_zero`` (otherwise it
-    spans the points with a 5% margin, so a cluster of chips of similar area spreads out)."""
+    spans the points with a 5% margin, so a cluster of chips of similar area spreads out). The legend goes
+    to the corner (``legend_at`` first) that covers the fewest points."""
     xs = [p[0] for s in series for p in s.points]
     ys = [p[1] for s in series for p in s.points]
     if not xs:
         return ""
     pad = 0.05 * ((max(xs) - min(xs)) or abs(max(xs)) or 1.0)
     x_lo = min(0.0, min(xs)) if x_from_zero else min(xs) - pad
-    ax = Axes(frame, (x_lo, max(xs) + (0.0 if x_from_zero else pad)), (min(0.0, min(ys)), max(ys)), title=title,
+    y_hi = max(ys) + 0.08 * ((max(ys) - min(0.0, min(ys))) or 1.0)  # headroom: no mark on the frame
+    ax = Axes(frame, (x_lo, max(xs) + (0.0 if x_from_zero else pad)), (min(0.0, min(ys)), y_hi), title=title,
               xlabel=xlabel, ylabel=ylabel)
     body = [ax.frame_svg()]
     for s in series:
@@ -199,11 +201,22 @@ def scatter(series: list[Series], *, title: str, xlabel: str, ylabel: str, frame
         for x, y, tip in s.points:
             body.append(marker(s.shape, ax.x(x), ax.y(y), s.radius, s.color, tip))
     items = [(s.shape, s.color, s.name) for s in series if s.points]
-    lx = frame.x1 if legend_at.endswith("right") else frame.x0 + 10
-    ly = frame.y0 - 12 - 16 * (len(items) - 1) if legend_at.startswith("bottom") else frame.y1 + 14
     box_w = 26 + max(text_px(t) for _, _, t in items)
-    lx = min(lx, frame.x1 - box_w - 4)
-    body.append(f'<rect class="lgbox" x="{lx - 4}" y="{ly - 12}" width="{box_w:.0f}" height="{16 * len(items) + 6}"/>')
+    box_h = 16 * len(items) + 6
+    pts = [(ax.x(x), ax.y(y)) for s in series for x, y, _ in s.points]
+
+    def box(corner: str) -> tuple[float, float]:  # (x, y) of the first legend row in that corner
+        lx = frame.x1 - box_w if corner.endswith("right") else frame.x0 + 10
+        ly = frame.y0 - 12 - 16 * (len(items) - 1) if corner.startswith("bottom") else frame.y1 + 14
+        return lx, ly
+
+    def covered(corner: str) -> int:
+        lx, ly = box(corner)
+        return sum(lx - 10 <= px <= lx + box_w and ly - 16 <= py <= ly - 16 + box_h + 6 for px, py in pts)
+
+    corners = [legend_at] + [c for c in ("bottom-right", "top-left", "top-right", "bottom-left") if c != legend_at]
+    lx, ly = box(min(corners, key=lambda c: (covered(c), corners.index(c))))
+    body.append(f'<rect class="lgbox" x="{lx - 4}" y="{ly - 12}" width="{box_w:.0f}" height="{box_h}"/>')
     body.append(legend(items, lx, ly))
     return svg(frame, "\n".join(body), title)
 
@@ -242,7 +255,7 @@ def hbars(rows: list[tuple[str, list[tuple[float, str, str]]]], *, title: str, x
         x = ax.x(vline[0])
         body.append(f'<line class="cap" x1="{x:.1f}" x2="{x:.1f}" y1="{frame.y1 - 4}" y2="{frame.y0}">'
                     f'<title>{esc(vline[1])}</title></line>')
-        body.append(f'<text x="{x - 4:.1f}" y="{frame.y0 - 4}" text-anchor="end" class="small">{esc(vline[1])}</text>')
+        body.append(f'<text x="{x - 4:.1f}" y="{frame.y1 - 4}" text-anchor="end" class="small">{esc(vline[1])}</text>')
     for x, yy, color, text in placed:
         y = 28 + yy
         body.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{color}"/>')
