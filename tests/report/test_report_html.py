@@ -9,6 +9,7 @@ import pytest
 from phaze import api
 from phaze.errors import ConfigError
 from phaze.report.details import iteration_parts, search_details
+from phaze.report.html_figures import busy_shares
 from phaze.report.html import check_output_path, search_report_html, write_search_report
 from phaze.report.html_reproduce import reproduce_report_html
 from phaze.report.svg import nice_ticks
@@ -77,6 +78,9 @@ def test_winner_evaluated_again_matches_the_store(tiny_search):
         assert {o.kind for o in g.ops} <= {"tc", "vc", "net"}
         caps = {"tc": d.accelerator.num_tc, "vc": d.accelerator.num_vc, "net": 1}
         assert all(1 <= o.cores <= caps[o.kind] for o in g.ops)
+        share = busy_shares(g, caps)
+        # a valid schedule never has more core-seconds of work than cores x makespan
+        assert all(0 <= v <= 1 + 1e-9 for v in share.values()) and share["tc"] > 0
 
 
 def test_iteration_parts_sum_to_the_iteration(tiny_search, small_plan):

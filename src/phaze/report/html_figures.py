@@ -190,11 +190,27 @@ def plan_figures(d: PlanDetail) -> list[str]:
     return [device_map(ev, d.devices_given), time_breakdown(ev), stage_times(ev), stage_memory(ev), stage_bubble(ev)]
 
 
+def busy_shares(g: LayerGantt, cores: dict[str, int]) -> dict[str, float]:
+    """Per core kind: busy core-seconds over (cores x makespan), the share of that kind's capacity used."""
+    out = {}
+    for k, n in cores.items():
+        busy = sum((o.end_s - o.start_s) * o.cores for o in g.ops if o.kind == k)
+        out[k] = busy / (n * g.makespan_s) if g.makespan_s > 0 else 0.0
+    return out
+
+
 def schedule_figures(d: PlanDetail) -> list[str]:
     acc = d.accelerator
     cores = {"tc": acc.num_tc, "vc": acc.num_vc, "net": 1}
-    return [gantt(g, cores, f"{d.model}: one transformer block, {'forward' if g.direction == 'fwd' else 'backward'} "
-                            f"({si_s(g.makespan_s)}, schedule {g.status})") for g in d.schedules]
+    out = []
+    for g in d.schedules:
+        share = busy_shares(g, cores)
+        used = ", ".join(f"{KIND_NAMES[k].split(' (')[0]} {v:.0%}" for k, v in share.items()
+                         if any(o.kind == k for o in g.ops))
+        out.append(gantt(g, cores, f"{d.model}: one transformer block, "
+                                   f"{'forward' if g.direction == 'fwd' else 'backward'} ({si_s(g.makespan_s)}, "
+                                   f"schedule {g.status}); busy: {used}"))
+    return out
 
 
 def pareto_chart(front: list[dict], others: list[dict], winner: dict | None, refs: list[tuple[float, float, str]],
