@@ -194,3 +194,10 @@ def test_nice_ticks_cover_the_range_in_round_steps(lo, hi):
     step = steps.pop()
     mant = step / 10 ** math.floor(math.log10(step))
     assert round(mant, 6) in (1.0, 2.0, 5.0)
+
+
+def test_report_of_a_search_where_nothing_fits(tiny_search):
+    from dataclasses import replace
+    res, _ = tiny_search
+    html = search_report_html(replace(res, best=None, pareto=[]), [], details=None)
+    assert "No candidate chip fits any plan" in html and '<section id="plan">' not in html
