@@ -1,17 +1,10 @@
-"""Fixtures shared by the test packages."""
+"""Shared test fixtures."""
 import pytest
 
-from phaze.cli import main
+from clirunner import run_phaze
 
 
 @pytest.fixture
-def phaze_cli(capsys):
-    """Run `phaze ARGV...` in-process: (exit code, stdout, stderr); argparse usage errors give their code."""
-    def run(*argv):
-        try:
-            code = main(list(argv))
-        except SystemExit as exc:
-            code = exc.code
-        out, err = capsys.readouterr()
-        return code, out, err
-    return run
+def cli(capsys):
+    """cli(*argv) -> (exit code, stdout, stderr) of the `phaze` command run in-process."""
+    return lambda *argv: run_phaze(capsys, *argv)

@@ -2,17 +2,7 @@
 import json
 
 import pytest
-
-from phaze.cli import main
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:  # argparse usage errors
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
+from clirunner import run_phaze as run
 
 
 def run_json(capsys, *argv):

@@ -299,6 +299,30 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
 
 
+def search_spec(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
+                global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
+                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False):
+    """The SearchSpec ``search`` runs (every input checked; no work done)."""
+    from phaze.hardware.presets import get_cluster
+    from phaze.hardware.space import resolve_space
+    from phaze.search import SearchSpec
+
+    from phaze.errors import InfeasibleError
+    from phaze.hardware.space import enumerate_space
+
+    ds = resolve_space(space, budget_mm2)
+    get_cluster(cluster, devices)  # an unknown cluster fails here, before any work
+    cands = enumerate_space(ds)
+    if len(cands) == 0:
+        raise InfeasibleError(f"the design space has no chip with {ds.min_fraction:g} x budget <= area <= budget "
+                              f"({ds.min_fraction * cands.budget_mm2:.2f} to {cands.budget_mm2:.2f} mm^2); "
+                              f"raise --budget-mm2 (see `phaze arch`)")
+    return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
+                      hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
+                      tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
+                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+
+
 def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
            global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
            recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
@@ -307,14 +331,10 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
     """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``. With
     ``pareto`` the Pareto front of score against area is exact over the whole space (slower); otherwise
     it is the front among the exactly evaluated candidates."""
-    from phaze.hardware.space import resolve_space
-    from phaze.search import SearchSpec, run_search
+    from phaze.search import run_search
 
-    ds = resolve_space(space, budget_mm2)
-    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
-                      hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
-                      tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
-                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+    spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
+                       recompute_modes, cluster, pareto)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
                       prune=prune, quiet=quiet)
 
@@ -336,3 +356,9 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
         return s.scoped(names.index(model), create=False).rows(top=top)
     finally:
         s.close()
+
+
+# Reports and settings (HTML, assumption rows): in phaze.api_report, re-exported here so `phaze.api` stays the
+# one surface the CLI calls.
+from phaze.api_report import (check_html_path, exact_rows, load_reproduce_rows, load_search, plan_report,  # noqa: E402
+                              plan_setting, report, search_report, search_setting)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from phaze.cli import main
+from clirunner import run_phaze as run
 from phaze.search.executor import InlineExecutor, make_executor
 from phaze.errors import PhazeError
 
@@ -26,13 +26,6 @@ glb_mib: [2, 32]
 """
 
 
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture

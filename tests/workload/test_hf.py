@@ -104,7 +104,8 @@ def test_hf_prefix_plain_json_and_yaml_round_trip(tmp_path):
     (folder / "config.json").write_text(json.dumps(cfg("llama3-8b")))
     via_prefix = get_model(f"hf:{folder / 'config.json'}")
     assert via_prefix.name == "Meta-Llama-3-8B"
-    assert get_model(str(folder / "config.json")) == via_prefix  # a config.json passed as a model file
+    with pytest.raises(ConfigError, match="pass it as hf:"):  # a config.json given as a phaze model file
+        get_model(str(folder / "config.json"))
     # the imported Llama 3 8B is the zoo's (the zoo's max_tp and the name aside)
     assert replace(via_prefix, name="llama3-8b") == get_model("llama3-8b")
     for name in SHIPPED:

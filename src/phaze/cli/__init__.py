@@ -29,11 +29,31 @@ def _str_list(text: str) -> tuple[str, ...]:
 
 
 def _setting_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mbs", type=int, default=1, help="microbatch size (sequences)")
+    p.add_argument("--mbs", type=int, default=1, help="microbatch size in sequences (default: 1)")
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel width")
-    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism")
-    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel width (default: 1)")
+    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
+    p.add_argument("--recompute", choices=("none", "selective", "full"), default="none",
+                   help="activation recomputation (default: none)")
+
+
+def _plan_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="zoo name (see `phaze models`) or a YAML/JSON model file (required)")
+    p.add_argument("--accelerator", required=True,
+                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+    p.add_argument("--devices", type=int, required=True, help="devices available (required)")
+    p.add_argument("--global-batch", type=int, required=True, help="sequences per iteration (required)")
+    p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N (default: "
+                                                   "dgx-a100 for a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
+    p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
+
+
+def _chip_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", required=True, help="zoo name or a YAML/JSON model file (required)")
+    p.add_argument("--accelerator", required=True,
+                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+    p.add_argument("--cluster", default=None, help="network for tensor-parallel collectives (default: dgx-a100 for "
+                                                   "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_models)
 
     p = sub.add_parser("show-model", help="parameters, FLOPs, layer kinds, ops and memory of a model")
-    p.add_argument("model", help="zoo name, a YAML/JSON model file, or hf:CONFIG.json (a Hugging Face config)")
+    p.add_argument("model", help="zoo name, a YAML/JSON model file (docs/model-file.md), or hf:CONFIG.json "
+                                 "(a Hugging Face config)")
     _setting_args(p)
     p.add_argument("--check-torch", action="store_true",
                    help="also compare parameters and GEMM FLOPs with PyTorch's counts of the same network "
@@ -65,86 +86,103 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seq", type=int, default=None, help="sequence length of the --torch trace (default: 128)")
     p.set_defaults(func=c.cmd_import_model)
 
-    p = sub.add_parser("arch", help="accelerator presets and the architecture design space")
-    p.add_argument("--space", default="default", help="'default' or a YAML/JSON space file")
-    p.add_argument("--budget-mm2", type=float, default=None, help="area budget (default: the TPUv4-like chip)")
+    p = sub.add_parser("arch", help="accelerator presets and the architecture design space: each axis's values, "
+                                    "the area window, the number of chips kept")
+    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
+                                                      "(docs/space-file.md) (default: default)")
+    p.add_argument("--budget-mm2", type=float, default=None,
+                   help="area budget; chips between 0.3 x budget and the budget are kept (default: the TPUv4-like "
+                        "chip's area, 278.83 mm^2)")
     p.set_defaults(func=c.cmd_arch)
 
     p = sub.add_parser("estimate", help="per-op latency table and per-layer totals on one chip")
-    p.add_argument("--model", required=True)
-    p.add_argument("--accelerator", required=True)
-    p.add_argument("--cluster", default=None)
+    _chip_args(p)
     _setting_args(p)
     p.set_defaults(func=c.cmd_estimate)
 
     p = sub.add_parser("schedule", help="optimal per-layer operator schedules on tensor and vector cores")
-    p.add_argument("--model", required=True)
-    p.add_argument("--accelerator", required=True)
-    p.add_argument("--cluster", default=None)
+    _chip_args(p)
     p.add_argument("--layer", choices=("embedding", "block", "head"), action="append", default=None,
-                   help="layer kind(s) to schedule (default: all)")
-    p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer, seconds (a node and work budget derived from it ends the search)")
-    p.add_argument("--gantt", default=None, help="write a Gantt chart of the block's backward (PNG with [plot], else text)")
+                   help="layer kind(s) to schedule, repeatable (default: all three)")
+    p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer in seconds; a node "
+                   "and work budget derived from it ends the search (default: 5.0)")
+    p.add_argument("--gantt", default=None, help="write a Gantt chart of the block's backward: FILE.png (needs the "
+                   "[plot] extra) or FILE.txt (default: none)")
     _setting_args(p)
     p.set_defaults(func=c.cmd_schedule)
 
-    def plan_common(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--model", required=True)
-        p.add_argument("--accelerator", required=True)
-        p.add_argument("--devices", type=int, required=True)
-        p.add_argument("--global-batch", type=int, required=True)
-        p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib (default by accelerator)")
-        p.add_argument("--seq", type=int, default=None)
-
     p = sub.add_parser("plan", help="the best training plan for a model on N devices")
-    plan_common(p)
-    p.add_argument("--mbs", type=_int_list, default=None, help="microbatch sizes to consider, e.g. 1,2,4")
-    p.add_argument("--recompute", type=_str_list, default=None, help="recompute modes, e.g. none,selective,full")
-    p.add_argument("--top", type=int, default=5)
+    _plan_common(p)
+    p.add_argument("--mbs", type=_int_list, default=None, help="microbatch sizes to consider, e.g. 1,2,4 "
+                                                              "(default: 1,2,4,8,16)")
+    p.add_argument("--recompute", type=_str_list, default=None,
+                   help="recompute modes, e.g. none,full (default: none,selective,full)")
+    p.add_argument("--top", type=int, default=5, help="runners-up to show (default: 5)")
+    p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
+                                                "(default: none)")
     p.set_defaults(func=c.cmd_plan)
 
     p = sub.add_parser("evaluate", help="evaluate one given training plan")
-    plan_common(p)
-    p.add_argument("--tp", type=int, required=True)
-    p.add_argument("--pp", type=int, required=True)
-    p.add_argument("--dp", type=int, required=True)
-    p.add_argument("--mbs", type=int, required=True)
-    p.add_argument("--interleave", type=int, default=1)
+    _plan_common(p)
+    p.add_argument("--tp", type=int, required=True, help="tensor-parallel width (required)")
+    p.add_argument("--pp", type=int, required=True, help="pipeline stages (required)")
+    p.add_argument("--dp", type=int, required=True, help="data-parallel replicas (required)")
+    p.add_argument("--mbs", type=int, required=True, help="microbatch size in sequences (required)")
+    p.add_argument("--interleave", type=int, default=1, help="virtual stages per device (default: 1)")
     p.add_argument("--recompute", type=_str_list, default=("none",),
-                   help="one mode (none, selective, full) or one per pipeline stage, e.g. full,full,none,none")
-    p.add_argument("--sequence-parallel", action="store_true")
-    p.add_argument("--zero1", action="store_true", help="shard optimizer state over data-parallel ranks")
+                   help="one mode (none, selective, full) or one per pipeline stage, e.g. full,full,none,none "
+                        "(default: none)")
+    p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
+    p.add_argument("--zero1", action="store_true",
+                   help="shard optimizer state over data-parallel ranks (default: off)")
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")
-    p.add_argument("--model", action="append", required=True, help="repeat for several models")
-    p.add_argument("--space", default="default")
-    p.add_argument("--budget-mm2", type=float, default=None)
-    p.add_argument("--devices", type=int, default=1024)
-    p.add_argument("--global-batch", type=int, default=4096)
-    p.add_argument("--mbs", type=_int_list, default=(1, 2, 4, 8))
-    p.add_argument("--tp", type=_int_list, default=None, help="TP widths (default: every valid width <= max)")
-    p.add_argument("--hbm-gib", type=_int_list, default=(32, 64, 80))
-    p.add_argument("--recompute", type=_str_list, default=("none", "full"))
-    p.add_argument("--cluster", default="flat-4gib")
-    p.add_argument("--store", default="phaze-results.db")
-    p.add_argument("--workers", type=int, default=2)
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--model", action="append", required=True,
+                   help="zoo name or model file; repeat for several models (required)")
+    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
+                                                      "(default: default)")
+    p.add_argument("--budget-mm2", type=float, default=None, help="area budget; chips between 0.3 x budget and the "
+                   "budget are searched (default: the TPUv4-like chip's area, 278.83 mm^2)")
+    p.add_argument("--devices", type=int, default=1024, help="devices in the cluster (default: 1024, the paper's)")
+    p.add_argument("--global-batch", type=int, default=4096, help="sequences per iteration (default: 4096)")
+    p.add_argument("--mbs", type=_int_list, default=(1, 2, 4, 8), help="microbatch sizes (default: 1,2,4,8)")
+    p.add_argument("--tp", type=_int_list, default=None, help="tensor-parallel widths (default: every valid width "
+                                                             "up to the model's max_tp)")
+    p.add_argument("--hbm-gib", type=_int_list, default=(32, 64, 80), help="HBM sizes per chip in GiB "
+                                                                            "(default: 32,64,80)")
+    p.add_argument("--recompute", type=_str_list, default=("none", "full"),
+                   help="recompute modes (default: none,full)")
+    p.add_argument("--cluster", default="flat-4gib", help="network: flat-4gib (the paper's one 4 GiB/s network), "
+                                                          "dgx-a100 or dgx-h100 (default: flat-4gib)")
+    p.add_argument("--store", default="phaze-results.db", help="SQLite file for results (default: phaze-results.db)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default: 2)")
+    p.add_argument("--backend", choices=("local", "ray"), default="local",
+                   help="local process pool or Ray (default: local)")
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray)")
-    p.add_argument("--resume", action="store_true")
-    p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly (slow)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --store (default: off)")
+    p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly, slow (default: off)")
     p.add_argument("--pareto", action="store_true",
-                   help="make the Pareto front of score against area exact over the whole space (slower)")
-    p.add_argument("--plot", default=None, help="directory for PNG plots (needs the [plot] extra)")
+                   help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
+    p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
+    p.add_argument("--html", default=None, help="write a self-contained HTML report to this .html file "
+                                                "(default: none)")
     p.set_defaults(func=c.cmd_search)
 
     p = sub.add_parser("results", help="show or export a search store")
-    p.add_argument("action", choices=("show", "export"))
-    p.add_argument("--store", default="phaze-results.db")
-    p.add_argument("--format", choices=("json", "csv"), default="json")
-    p.add_argument("--top", type=int, default=10)
-    p.add_argument("--model", default=None, help="a multi-model search: that model's own ranking")
+    p.add_argument("action", choices=("show", "export"), help="show a table, or export JSON/CSV")
+    p.add_argument("--store", default="phaze-results.db", help="the search store (default: phaze-results.db)")
+    p.add_argument("--format", choices=("json", "csv"), default="json", help="export format (default: json)")
+    p.add_argument("--top", type=int, default=10, help="candidates to list (default: 10)")
+    p.add_argument("--model", default=None, help="a multi-model search: that model's own ranking (default: the "
+                                                 "joint ranking)")
     p.set_defaults(func=c.cmd_results)
+
+    p = sub.add_parser("report", help="a self-contained HTML report of a search store or a reproduce JSON")
+    p.add_argument("--store", default=None, help="a search store (default: none; give this or --reproduce)")
+    p.add_argument("--reproduce", default=None, help="a `phaze reproduce` JSON file (default: none)")
+    p.add_argument("--html", default="phaze-report.html", help="output file (default: phaze-report.html)")
+    p.set_defaults(func=c.cmd_report)
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100)")
     p.add_argument("--cases", default=None, help="a JSON file of cases (default: the published ones shipped)")
@@ -153,8 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")
     p.set_defaults(func=c.cmd_demo)
 
-    for sp in sub.choices.values():
-        sp.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    for name, sp in sub.choices.items():
+        sp.add_argument("--json", action="store_true", help="print JSON instead of tables (default: off)")
+        if name in ("search", "validate", "demo", "plan"):
+            sp.add_argument("--quiet", action="store_true",
+                            help="no progress on stderr (default: off; progress is a bar with ETA on a terminal, "
+                                 "one line per stage otherwise)")
     return ap
 
 

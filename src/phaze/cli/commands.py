@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from phaze import api
 from phaze.errors import PhazeError
@@ -114,8 +115,19 @@ def cmd_arch(args) -> int:
                [(p["name"], f"{p['num_tc']} x {p['tc']}", f"{p['num_vc']} x {p['vc_width']}", gib(p["glb_bytes"]),
                  gib(p["hbm_bytes"]), si(p["hbm_bandwidth_Bps"], "B/s"), f"{p['area_mm2']:.2f}",
                  si(p["peak_matrix_flops"], "FLOP/s"), si(p["peak_vector_flops"], "FLOP/s")) for p in presets])
-    t2 = table("design space", ["field", "value"], [(k, v) for k, v in summary.items()])
-    return _out(args, data, t1, t2)
+    t2 = table("design space", ["field", "value"], [(k, v) for k, v in summary.items() if k != "axes"])
+    ax = summary["axes"]
+    t3 = table("design-space axes (every combination is a chip; the area window below filters them)",
+               ["axis", "values"], [(k, ", ".join(map(str, v))) for k, v in ax.items()], left=True)
+    lo = summary["min_fraction"] * summary["budget_mm2"]
+    t4 = table("what the area budget filters", ["rule"], [
+        (f"a chip is kept when {summary['min_fraction']:g} x budget <= area <= budget, i.e. {lo:.2f} to "
+         f"{summary['budget_mm2']:.2f} mm^2",),
+        ("the lower bound keeps the search on chips that use the budget; it is waived for chips with one tensor "
+         "core or one vector core",),
+        ("a larger --budget-mm2 raises the lower bound too, so it can keep FEWER chips: small chips drop out",),
+        (f"{summary['candidates']:,} of {summary['raw_points']:,} raw points kept",)], left=True)
+    return _out(args, data, t1, t2, t3, t4)
 
 
 def cmd_estimate(args) -> int:
@@ -135,6 +147,9 @@ def cmd_estimate(args) -> int:
 
 def cmd_schedule(args) -> int:
     api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
+    if args.gantt:
+        from phaze.report.gantt import check_gantt_path
+        check_gantt_path(args.gantt)
     res = api.schedule_layers(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
                               args.recompute, tuple(args.layer) if args.layer else None, args.time_limit, args.cluster)
     if args.gantt:
@@ -175,9 +190,23 @@ def _breakdown_table(e) -> object:
                    si(s.dp_exposed_s, "s"), si(s.optimizer_step_s, "s")) for s in e.stages])
 
 
+def _setting_table(title: str, rows) -> object:
+    return table(title, ["assumption", "value"], rows, left=True)
+
+
 def cmd_plan(args) -> int:
+    api.check_html_path(args.html)
+    if not args.json:
+        print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
+                                                                args.global_batch, args.cluster, args.mbs,
+                                                                args.recompute, args.seq)))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
                    args.recompute, args.seq, args.top)
+    if args.html:
+        written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
+                                  args.cluster, args.mbs, args.recompute, args.seq)
+        if not args.quiet:
+            print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
                               ("-", "-", "-", "-", "-", f"not built: {b.reason}")) for b in res.baselines]
     t1 = table("best plan and alternatives", _EVAL_COLS, _eval_rows((res.best,) + tuple(res.alternatives)))
@@ -199,7 +228,9 @@ def cmd_evaluate(args) -> int:
 def cmd_validate(args) -> int:
     from phaze.validation import validate
 
-    r = validate(args.cases)
+    from phaze.progress import Progress
+
+    r = validate(args.cases, progress=Progress(args.quiet or args.json, prefix="phaze validate"))
     t1 = table(f"iteration time: predicted vs measured ({r.source.split(',')[0]})",
                ["case", "mode", "plan", "predicted", "measured", "error"],
                [(x.case, x.mode, x.plan.describe(), f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s",
@@ -214,19 +245,50 @@ def cmd_validate(args) -> int:
     return _out(args, r.to_dict(), t1, t2, t3)
 
 
-def cmd_search(args) -> int:
-    res = api.search(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
-                     global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp,
-                     hbm_gib=args.hbm_gib, recompute_modes=args.recompute, cluster=args.cluster, store=args.store,
-                     workers=args.workers, backend=args.backend, address=args.address, resume=args.resume,
-                     prune=not args.no_prune, quiet=args.json, pareto=args.pareto)
-    if args.plot:
+def _search_kw(args) -> dict:
+    return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
+                global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
+                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto)
+
+
+def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
+    """Check every output first, print the setting, search, then write the reports and print the tables."""
+    api.check_html_path(html)
+    if plot:
+        from phaze.report.plots import check_plot_dir
+        check_plot_dir(plot)
+    spec = api.search_spec(**kw)
+    if not args.json:
+        print_tables(_setting_table("setting (what this search assumes)", api.search_setting(spec)))
+        sys.stdout.flush()
+    res = api.search(store=store, workers=getattr(args, "workers", 2), backend=getattr(args, "backend", "local"),
+                     address=getattr(args, "address", None), resume=getattr(args, "resume", False),
+                     prune=not getattr(args, "no_prune", False), quiet=args.json or args.quiet, **kw)
+    notes = []
+    if plot:
         from phaze.report.plots import search_plots
-        written = search_plots(res, args.plot)
-        if not args.json:
-            print("plots written: " + ", ".join(written))
+        notes.append("plots written: " + ", ".join(search_plots(res, plot)))
+    if html:
+        notes.append(f"HTML report written to {api.search_report(res, html)} (open it in a browser)")
     from phaze.report.search import search_tables
-    return _out(args, res, *search_tables(res))
+    code = _out(args, res, *search_tables(res))
+    if not args.json:
+        for n in notes:
+            print(n)
+    return code
+
+
+def cmd_search(args) -> int:
+    return _search_and_report(args, _search_kw(args), args.store, args.html, args.plot)
+
+
+def cmd_report(args) -> int:
+    written = api.report(args.html, store=args.store, reproduce=args.reproduce)
+    if args.json:
+        print(dumps({"html": written}))
+    else:
+        print(f"HTML report written to {written} (open it in a browser)")
+    return 0
 
 
 def cmd_results(args) -> int:
@@ -252,14 +314,16 @@ def cmd_results(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    """The main job on a built-in default: a co-search of GPT-2 XL over the paper's full design space."""
+    """The main job on a built-in default: a co-search of GPT-2 XL over the paper's full design space, then
+    its HTML report."""
     import os
     import tempfile
 
-    store = os.path.join(tempfile.mkdtemp(prefix="phaze-demo-"), "demo.db")
+    d = tempfile.mkdtemp(prefix="phaze-demo-")
     if not args.json:
-        print("phaze demo: co-search of gpt2-xl over the default space (29,360 chips x HBM 32/64/80 GiB, "
-              "1024 devices, global batch 4096, flat 4 GiB/s network) -- the paper's setting", flush=True)
-    res = api.search(models=("gpt2-xl",), store=store, workers=2, quiet=args.json)
-    from phaze.report.search import search_tables
-    return _out(args, res, *search_tables(res))
+        print("phaze demo: co-search of gpt2-xl over the default space (the paper's setting); its HTML report "
+              f"goes to {os.path.join(d, 'demo.html')}", flush=True)
+    kw = dict(models=("gpt2-xl",), space="default", budget_mm2=None, devices=1024, global_batch=4096,
+              microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80), recompute_modes=("none", "full"),
+              cluster="flat-4gib", pareto=False)
+    return _search_and_report(args, kw, os.path.join(d, "demo.db"), os.path.join(d, "demo.html"))

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from phaze.errors import ConfigError
+from phaze.filefields import load_yaml
 from phaze.hardware.accelerator import Accelerator, ArchArrays
 
 DEFAULT_TABLE = "area_22nm.json"
@@ -118,7 +119,7 @@ def read_mapping(path: Path) -> dict:
             data = json.loads(text)
         else:
             import yaml
-            data = yaml.safe_load(text)
+            data = load_yaml(text)
     except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ConfigError(f"{path}: cannot parse ({msg}); expected a JSON or YAML mapping") from None

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from phaze.errors import ConfigError
+from phaze.filefields import load_yaml, check_fields, dataclass_schema
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster, NetworkTier
 
@@ -95,25 +96,18 @@ def load_accelerator_file(path: str) -> Accelerator:
 
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text())
+        data = load_yaml(p.read_text())
     except OSError as err:
         raise ConfigError(f"cannot read accelerator file {path}: {err.strerror}") from None
     except yaml.YAMLError as err:
         raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
-    fields = {f.name: f for f in dataclasses.fields(Accelerator)}
-    unknown = sorted(set(data) - set(fields))
-    if unknown:
-        raise ConfigError(f"accelerator file {path}: unknown field '{unknown[0]}'; allowed: {', '.join(fields)}")
+    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s",))
+    required = tuple(f.name for f in dataclasses.fields(Accelerator)
+                     if f.default is dataclasses.MISSING and f.name != "name")
+    data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
     data.setdefault("name", p.stem)
-    missing = [f for f, fd in fields.items() if f not in data and fd.default is dataclasses.MISSING]
-    if missing:
-        raise ConfigError(f"accelerator file {path}: missing field '{missing[0]}'")
-    for k in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency",
-              "op_overhead_s"):
-        if k in data and isinstance(data[k], int) and not isinstance(data[k], bool):
-            data[k] = float(data[k])
     try:
         return Accelerator(**data)
     except ConfigError as err:

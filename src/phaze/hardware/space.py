@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from phaze.errors import ConfigError
+from phaze.filefields import got
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.area import AreaModel, read_mapping, default_area_model
 from phaze.hardware.presets import TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE
@@ -161,10 +162,16 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
                 raise ConfigError(f"{source}: field {key!r} must be a list of integers or {{min, max}}")
             vals = val if isinstance(val, (list, tuple)) else [val]
             if not all(isinstance(v, int) and not isinstance(v, bool) for v in vals):
-                raise ConfigError(f"{source}: field {key!r} must contain integers only, got {val!r}")
+                bad = next(v for v in vals if not (isinstance(v, int) and not isinstance(v, bool)))
+                raise ConfigError(f"{source}: {key}: expected a list of integers, got {got(bad)} in {val!r}")
             val = tuple(v * scale for v in vals)
+        elif name in ("budget_mm2", "min_fraction") and not (isinstance(val, (int, float)) and not isinstance(val, bool)):
+            raise ConfigError(f"{source}: {key}: expected a number, got {got(val)}")
         kw[name] = val
-    return DesignSpace(**kw)
+    try:
+        return DesignSpace(**kw)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
 
 
 def load_space(path: str | Path) -> DesignSpace:
@@ -200,4 +207,9 @@ def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2
         "min_fraction": ds.min_fraction,
         "min_area_mm2": float(cands.area_mm2.min()) if len(cands) else None,
         "max_area_mm2": float(cands.area_mm2.max()) if len(cands) else None,
+        "lower_bound_mm2": ds.min_fraction * cands.budget_mm2,
+        "lower_bound_waived_for_single_core": ds.waive_min_for_single_core,
+        "axes": {"num_tc": list(ds.num_tc), "tc_rows (depth)": list(ds.tc_depths),
+                 "tc_cols = vc_width (width)": list(ds.tc_widths), "num_vc": list(ds.num_vc),
+                 "glb_mib": [g // MiB for g in ds.glb_bytes]},
     }

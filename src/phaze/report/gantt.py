@@ -27,36 +27,56 @@ def gantt_text(ops, width: int = 80) -> str:
     return "\n".join(lines)
 
 
+def _matplotlib(what: str):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise PhazeError(f"{what} needs matplotlib: pip install 'phaze[plot]' (or write a .txt chart)") from None
+    return plt
+
+
+def check_gantt_path(path: str) -> Path:
+    """Fail before work: a .png (needs the [plot] extra) or .txt file in an existing, writable directory."""
+    import os
+
+    p = Path(path)
+    if p.suffix.lower() not in (".png", ".txt"):
+        raise PhazeError(f"--gantt {path}: give a file ending in .png (an image) or .txt (a text chart)")
+    if p.suffix.lower() == ".png":
+        _matplotlib(f"--gantt {path}")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise PhazeError(f"--gantt {path}: directory {parent} does not exist or is not writable; pick another path")
+    return p
+
+
 def write_gantt(ops, path: str, title: str = "") -> str:
-    """Write a PNG if the path ends in .png and matplotlib is installed, else a text chart. Returns the path."""
+    """Write a PNG if the path ends in .png (an error without matplotlib), else a text chart. Returns the path."""
     p = Path(path)
     if p.suffix.lower() == ".png":
+        plt = _matplotlib(f"--gantt {path}")
+        rows = _rows(ops)
+        fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
+        colors = {"tc": "tab:blue", "vc": "tab:orange", "net": "tab:green"}
+        for op in ops:
+            for core in op.cores:
+                y = rows.index(core)
+                ax.barh(y, (op.end_s - op.start_s) * 1e6, left=op.start_s * 1e6, color=colors.get(op.kind, "grey"),
+                        edgecolor="black", linewidth=0.3)
+        ax.set_yticks(range(len(rows)), rows)
+        ax.invert_yaxis()
+        ax.set_xlabel("time in the layer (us)")
+        ax.set_ylabel("core (tc: tensor, vc: vector, net: network)")
+        ax.set_title(title or "layer schedule")
+        fig.tight_layout()
         try:
-            import matplotlib
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-        except ImportError:
-            p = p.with_suffix(".txt")
-        else:
-            rows = _rows(ops)
-            fig, ax = plt.subplots(figsize=(10, 0.35 * len(rows) + 1.5))
-            colors = {"tc": "tab:blue", "vc": "tab:orange", "net": "tab:green"}
-            for op in ops:
-                for core in op.cores:
-                    y = rows.index(core)
-                    ax.barh(y, (op.end_s - op.start_s) * 1e6, left=op.start_s * 1e6, color=colors.get(op.kind, "grey"),
-                            edgecolor="black", linewidth=0.3)
-            ax.set_yticks(range(len(rows)), rows)
-            ax.invert_yaxis()
-            ax.set_xlabel("time (us)")
-            ax.set_title(title)
-            fig.tight_layout()
-            try:
-                fig.savefig(p, dpi=120)
-            except OSError as err:
-                raise PhazeError(f"cannot write Gantt chart to {p}: {err.strerror}; pick a writable path") from None
-            plt.close(fig)
-            return str(p)
+            fig.savefig(p, dpi=120)
+        except OSError as err:
+            raise PhazeError(f"cannot write Gantt chart to {p}: {err.strerror}; pick a writable path") from None
+        plt.close(fig)
+        return str(p)
     try:
         p.write_text((title + "\n" if title else "") + gantt_text(ops) + "\n")
     except OSError as err:

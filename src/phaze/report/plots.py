@@ -6,24 +6,40 @@ from pathlib import Path
 from phaze.errors import PhazeError
 
 
-def search_plots(res, directory: str) -> list[str]:
+def _pyplot():
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise PhazeError("--plot needs matplotlib: pip install 'phaze[plot]'") from None
+        raise PhazeError("--plot needs matplotlib: pip install 'phaze[plot]' (or use --html, which needs nothing)") from None
+    return plt
+
+
+def check_plot_dir(directory: str) -> Path:
+    """Fail before work: matplotlib importable and the directory creatable and writable."""
+    import os
+
+    _pyplot()
     d = Path(directory)
     try:
         d.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise PhazeError(f"cannot create plot directory {d}: {err.strerror}") from None
+        raise PhazeError(f"cannot create plot directory {d}: {err.strerror}; pick another --plot") from None
+    if not os.access(d, os.W_OK):
+        raise PhazeError(f"plot directory {d} is not writable; pick another --plot")
+    return d
+
+
+def search_plots(res, directory: str) -> list[str]:
+    plt = _pyplot()
+    d = check_plot_dir(directory)
     written = []
     if res.pareto:
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.step([r["area_mm2"] for r in res.pareto], [r["score"] for r in res.pareto], where="post", marker="o")
         ax.set_xlabel("chip area (mm^2)")
-        ax.set_ylabel("throughput / TPUv4-like best")
+        ax.set_ylabel("score (throughput / TPUv4-like best plan)")
         exact = res.spec.get("pareto")
         ax.set_title("Pareto front" + ("" if exact else " (exactly evaluated candidates)"))
         ax.grid(alpha=0.3)
@@ -43,7 +59,9 @@ def search_plots(res, directory: str) -> list[str]:
         ax.bar(list(x), tpu, w, label="TPUv4-like, best plan")
         ax.bar([i + w for i in x], best, w, label="searched chip, best plan")
         ax.set_xticks(list(x), names)
-        ax.set_ylabel("sequences / s")
+        ax.set_xlabel("model")
+        ax.set_ylabel("training throughput (sequences / s)")
+        ax.set_title("Searched chip against the TPUv4-like chip")
         ax.legend()
         fig.tight_layout()
         fig.savefig(d / "winner_vs_tpuv4.png", dpi=120)

@@ -37,21 +37,25 @@ def search_tables(res) -> list:
         return out
     rows = []
     for o, ref in zip(b["outcomes"], res.references):
+        pj = o.get("plan_json") or {}
+        used = f"{pj['devices']} of {res.spec['devices']}" if "devices" in pj else "-"
         rows.append((o["model"], "best chip", f"{b['area_mm2']:.1f}", b["hbm_gib"], o["plan"],
                      f"{o['throughput_seq_per_s']:.2f}", f"{o['throughput_seq_per_s'] / b['area_mm2']:.3f}",
-                     f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-"))
+                     f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
+                     f"{o['mfu']:.1%}", used))
         rows.append((ref["model"], "TPUv4-like, best plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["best_plan"], f"{ref['best_seq_per_s']:.2f}",
-                     f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x"))
+                     f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x",
+                     f"{ref['best_mfu']:.1%}" if ref.get("best_mfu") is not None else "-", "-"))
         paper = ref["paper_seq_per_s"]
         rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["paper_plan"] + " (balanced stages)" if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
                      f"{paper:.2f}" if paper else "-", f"{paper / ref['area_mm2']:.3f}" if paper else "-",
-                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-"))
+                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-", "-", "-"))
     out.append(table(f"best chip: {chip_text(b)}, {b['area_mm2']:.2f} mm^2, HBM {b['hbm_gib']} GiB "
                      f"(score {b['score']:.3f} = mean throughput over the TPUv4-like chip's best)",
-                     ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best"],
-                     rows))
+                     ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
+                      "MFU", "devices used"], rows))
     if res.per_model:
         refs = {r["model"]: r for r in res.references}
         out.append(table("best chip per model, each model searched alone (the joint winner above maximizes the mean)",

@@ -25,10 +25,11 @@ def gib(nbytes: float) -> str:
     return f"{nbytes / 2**30:.2f} GiB"
 
 
-def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]]) -> Table:
+def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]], left: bool = False) -> Table:
+    """Columns after the first are right-aligned (numbers) unless ``left`` (text)."""
     t = Table(title=title, title_justify="left", header_style="bold")
     for i, c in enumerate(columns):
-        t.add_column(c, justify="left" if i == 0 else "right")
+        t.add_column(c, justify="left" if i == 0 or left else "right")
     for r in rows:
         t.add_row(*[str(x) for x in r])
     return t

@@ -184,14 +184,20 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
-                 executor=None) -> ModelBounds:
+                 executor=None, on_setting=None) -> ModelBounds:
     """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized over chips;
-    settings spread over ``executor`` when given)."""
+    settings spread over ``executor`` when given). ``on_setting()`` is called as each setting finishes."""
     settings = spec.settings(model)
     args = [(model, spec, s, arch, cluster) for s in settings]
+    tick = on_setting or (lambda: None)
+    parts = []
     if executor is None:
-        parts = [setting_bounds(*a) for a in args]
+        for a in args:
+            parts.append(setting_bounds(*a))
+            tick()
     else:
-        parts = [f.result() for f in [executor.submit(setting_bounds, *a) for a in args]]
+        for f in [executor.submit(setting_bounds, *a) for a in args]:
+            parts.append(f.result())
+            tick()
     return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
                        np.stack([p[1] for p in parts]), np.stack([p[3] for p in parts]))

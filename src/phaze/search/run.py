@@ -3,7 +3,6 @@ remaining candidate can beat the incumbent (branch and bound; the answer equals 
 from __future__ import annotations
 
 import concurrent.futures as cf
-import sys
 import time
 from dataclasses import dataclass, replace
 
@@ -12,6 +11,7 @@ import numpy as np
 from phaze.errors import InfeasibleError
 from phaze.hardware.presets import TPUV4_LIKE, get_cluster
 from phaze.hardware.space import enumerate_space
+from phaze.progress import Progress
 from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chip
@@ -64,45 +64,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
     return out
 
 
-class _Progress:
-    """A rich progress bar on a terminal; a line every few seconds otherwise; nothing when quiet."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet or False
-        self.tty = sys.stderr.isatty()
-        self.last = 0.0
-        self.bar = None
-
-    def phase(self, text: str) -> None:
-        if not self.quiet:
-            print(f"phaze search: {text}", file=sys.stderr, flush=True)
-
-    def start(self, total: int) -> None:
-        if self.quiet or not self.tty:
-            return
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                            TimeElapsedColumn(), TimeRemainingColumn(), transient=True)
-        self.bar.start()
-        self.task = self.bar.add_task("candidates", total=total)
-
-    def update(self, resolved: int, total: int, incumbent: float, exact: int) -> None:
-        if self.quiet:
-            return
-        if self.bar is not None:
-            self.bar.update(self.task, completed=resolved,
-                            description=f"candidates (exact {exact}, best score {incumbent:.4g})")
-        elif time.monotonic() - self.last > 5:
-            self.last = time.monotonic()
-            print(f"phaze search: {resolved}/{total} candidates resolved, {exact} evaluated exactly, best score "
-                  f"{incumbent:.4g}", file=sys.stderr, flush=True)
-
-    def stop(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _pareto(rows: list[dict]) -> list[dict]:
+def pareto_front(rows: list[dict]) -> list[dict]:
     """Rows no smaller-or-equal-area row beats in score."""
     out, best = [], -np.inf
     for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
@@ -112,7 +74,7 @@ def _pareto(rows: list[dict]) -> list[dict]:
     return out
 
 
-def _explore(bb: BranchAndBound, store: Store, executor, prog: _Progress, workers: int, total: int) -> None:
+def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers: int) -> None:
     """Evaluate chips in the order ``bb`` gives until none can matter; each result is committed as it lands."""
     pending: dict[cf.Future, int] = {}
     try:
@@ -128,7 +90,7 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: _Progress, worker
             for f in sorted(finished, key=lambda f: pending[f]):
                 c = pending.pop(f)
                 bb.absorb(c, f.result(), store)
-            prog.update(bb.resolved(), total, bb.incumbent, bb.n_exact)
+            prog.update(bb.resolved(), f"exact {bb.n_exact}, best {bb.incumbent:.4g}")
     except BaseException:
         for f in pending:
             f.cancel()
@@ -155,7 +117,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes."""
     t0 = time.perf_counter()
     store = Store.open(store_path, spec.fingerprint(), resume)
-    prog = _Progress(quiet)
+    prog = Progress(quiet, prefix="phaze search")
     try:
         cluster = get_cluster(spec.cluster, spec.devices)
         cands = enumerate_space(spec.space)
@@ -163,7 +125,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
         refs = store.get_meta("references")
         if refs is None:
-            prog.phase("evaluating the TPUv4-like reference chip")
+            prog.note("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
         executor = make_executor(backend, workers, address)
@@ -173,14 +135,19 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         try:
             bounds = []
             for m in spec.models:
-                prog.phase(f"bounding {m.name} on {len(cands)} chips (vectorized, settings over {workers} workers)")
-                bounds.append(model_bounds(m, spec, cands.arch, cluster, executor))
+                prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
+                          f"worker{'s' if workers > 1 else ''})")
+                prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
+                bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
+            prog.done()
             bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s)
-            prog.phase(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''})")
-            prog.start(total)
-            _explore(bb, store, executor, prog, workers, total)
-            prog.stop()
+            prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
+                      f"the bounds rule out are counted as they go")
+            prog.stage("exact evaluation", total, "candidates")
+            prog.update(bb.resolved())
+            _explore(bb, store, executor, prog, workers)
             counts = bb.counts()
+            prog.done(f"{counts['exact']} exact, {counts['bounded']} bounded, {counts['pruned']} pruned")
             if len(spec.models) > 1:
                 joint = store.load()
                 counts["per_model"] = {}
@@ -189,10 +156,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                     _seed_from_joint(joint, k, ref_tput[k], sub, cands)
                     bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
                                           prune, schedule_time_limit_s)
-                    prog.phase(f"best chip for {m.name} alone (same exact search; joint results reused)")
-                    prog.start(total)
-                    _explore(bb_k, sub, executor, prog, workers, total)
-                    prog.stop()
+                    prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
+                    prog.stage(f"{m.name} alone", total, "candidates")
+                    prog.update(bb_k.resolved())
+                    _explore(bb_k, sub, executor, prog, workers)
+                    prog.done()
                     counts["per_model"][m.name] = bb_k.counts()
                     top = sub.rows(top=1)
                     if top:
@@ -203,7 +171,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         executor.shutdown(wait=True)
         rows = store.rows(status="exact")
     finally:
-        prog.stop()
+        prog.close()
         store.close()
-    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, _pareto(rows),
+    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, pareto_front(rows),
                         time.perf_counter() - t0, per_model)

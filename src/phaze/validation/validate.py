@@ -18,6 +18,7 @@ from pathlib import Path
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement.evaluation import evaluate, plan_costs
 from phaze.placement.plan import Plan
+from phaze.progress import Progress
 from phaze.validation.cases import MODES, Cases, MemoryCase, TimeCase, load_cases
 from phaze.workload.config import ModelConfig
 
@@ -110,13 +111,26 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
     return out
 
 
-def validate(cases: Cases | str | Path | None = None) -> ValidationReport:
+def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
     """Evaluate every case (default: the packaged published measurements; or a Cases object or a path to
-    a cases JSON file) and return predicted vs measured with signed % errors and their summaries."""
+    a cases JSON file) and return predicted vs measured with signed % errors and their summaries.
+    ``progress``: report each case as it finishes (default: silent)."""
     if not isinstance(cases, Cases):
         cases = load_cases(cases)
-    time = tuple(_time(c) for c in cases.time)
-    memory = tuple(r for c in cases.memory for r in _memory(c))
+    prog = progress or Progress(quiet=True)
+    prog.stage("validating against published measurements", len(cases.time) + len(cases.memory), "cases")
+    time, memory = [], []
+    try:
+        for c in cases.time:
+            time.append(_time(c))
+            prog.advance()
+        for c in cases.memory:
+            memory.extend(_memory(c))
+            prog.advance()
+        prog.done()
+    finally:
+        prog.close()
+    time, memory = tuple(time), tuple(memory)
     ta = [abs(r.error_pct) for r in time]
     ma = [abs(r.error_pct) for r in memory]
     return ValidationReport(

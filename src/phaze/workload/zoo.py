@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
+from phaze.filefields import load_yaml, got, hf_hint
 from phaze.workload.config import ModelConfig
 from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, model_name
 
@@ -66,25 +67,36 @@ def _describe(err: dict[str, Any]) -> str:
     kind = err["type"]
     if kind == "missing":
         return f"missing required field '{field}'; add it"
-    if kind == "extra_forbidden":
-        allowed = ", ".join(_ModelSpec.model_fields)
-        return f"unknown field '{field}'; allowed fields are: {allowed}"
-    if kind == "greater_than":
-        return f"field '{field}' must be a positive integer, got {err.get('input')!r}"
-    return f"field '{field}': {err['msg']} (got {err.get('input')!r}); fix the value"
+    if kind in ("greater_than", "int_type", "int_parsing", "int_from_float"):
+        return f"field '{field}' must be a positive integer, got {got(err.get('input'))}"
+    return f"field '{field}': {err['msg']} (got {got(err.get('input'))}); fix the value"
+
+
+def _describe_all(errors: list[dict[str, Any]]) -> str:
+    """Every pydantic error of a file, each field once; unknown fields together, with the allowed list once."""
+    extra = [".".join(map(str, e["loc"])) for e in errors if e["type"] == "extra_forbidden"]
+    out, seen = [], set()
+    if extra:
+        out.append(f"unknown field{'s' if len(extra) > 1 else ''} {', '.join(map(repr, extra))} (allowed: "
+                   f"{', '.join(_ModelSpec.model_fields)})")
+    for e in errors:
+        field = e["loc"][0] if e["loc"] else None
+        if e["type"] == "extra_forbidden" or field in seen:
+            continue
+        seen.add(field)
+        out.append(_describe(e))
+    return "; ".join(out)
 
 
 def model_from_mapping(data: Any, source: str, default_name: str) -> ModelConfig:
-    """Validate a mapping of ModelConfig fields (or a Hugging Face config, recognised by its
-    ``model_type``); every problem becomes a one-line ConfigError."""
-    if is_hf_config(data):
-        return from_hf_config(data, source, data.get("name") or default_name)
+    """Validate a mapping of ModelConfig fields; every problem becomes a one-line ConfigError."""
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: expected a mapping of model fields (name: value), got {type(data).__name__}")
+    hf_hint(data, source)
     try:
         spec = _ModelSpec.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in exc.errors())) from None
+        raise ConfigError(f"{source}: " + _describe_all(exc.errors())) from None
     fields = spec.model_dump()
     fields["name"] = fields["name"] or default_name
     try:
@@ -103,13 +115,15 @@ def load_model_file(path: str | Path, hf: bool = False) -> ModelConfig:
         raise ConfigError(f"{p}: model file does not exist; check the path")
     try:
         text = p.read_text(encoding="utf-8")
-        data = json.loads(text) if p.suffix.lower() == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if p.suffix.lower() == ".json" else load_yaml(text)
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
-    if hf and not is_hf_config(data):
+    if not hf:
+        return model_from_mapping(data, str(p), default_name=model_name(p))
+    if not is_hf_config(data):
         raise ConfigError(f"{p}: no 'model_type' field, so not a Hugging Face config.json; pass a config.json")
-    return model_from_mapping(data, str(p), default_name=model_name(p))
+    return from_hf_config(data, str(p), model_name(p))
 
 
 def load_hf_config(path: str | Path) -> ModelConfig:
@@ -144,7 +158,7 @@ def list_models() -> list[ModelConfig]:
 
 def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
     """A zoo model by name (case-insensitive), a model read from a .yaml/.yml/.json file, or
-    ``hf:PATH``: a Hugging Face config.json (a plain .json path holding a config.json works too)."""
+    ``hf:PATH``: a Hugging Face config.json."""
     if isinstance(name_or_path, ModelConfig):
         return name_or_path
     key = str(name_or_path)

@@ -1,0 +1,109 @@
+"""The setting a search or a plan assumes, as (field, value) rows: printed by the CLI before any work and
+shown first in the HTML report, so nothing the answer depends on is left implicit."""
+from __future__ import annotations
+
+from dataclasses import fields
+
+GiB = 2**30
+MiB = 2**20
+
+
+def _si(v: float, unit: str) -> str:
+    for scale, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= scale:
+            return f"{v / scale:.4g} {p}{unit}"
+    return f"{v:.4g} {unit}"
+
+
+def _vals(v) -> str:
+    return ", ".join(str(x) for x in v)
+
+
+def cluster_text(cluster) -> str:
+    """'flat: all 1024 devices at 4.295 GB/s per device, 0 s latency' per tier."""
+    out = []
+    for t in cluster.tiers:
+        span = "all" if t.devices_per_group >= cluster.num_devices else f"groups of {t.devices_per_group}"
+        eff = f" x {t.efficiency:.3g} achievable" if t.efficiency != 1 else ""
+        out.append(f"{t.name}: {span} devices at {_si(t.bandwidth_Bps, 'B/s')} per device per direction{eff}, "
+                   f"{t.latency_s * 1e6:g} us latency")
+    return f"{cluster.name} ({cluster.num_devices} devices): " + "; ".join(out)
+
+
+def space_rows(space, cands) -> list[tuple[str, str]]:
+    """The design-space axes, the area window and what it keeps."""
+    budget = cands.budget_mm2
+    lo = space.min_fraction * budget
+    waived = " (waived for chips with 1 tensor core or 1 vector core)" if space.waive_min_for_single_core else ""
+    return [
+        ("tensor cores (num_tc)", _vals(space.num_tc)),
+        ("tensor-core rows (depth)", _vals(space.tc_depths)),
+        ("tensor-core columns = vector lanes (width)", _vals(space.tc_widths)),
+        ("vector cores (num_vc)", _vals(space.num_vc)),
+        ("global buffer (MiB)", _vals(g // MiB for g in space.glb_bytes)),
+        ("area window", f"{space.min_fraction:g} x budget <= area <= budget, i.e. {lo:.2f} to {budget:.2f} mm^2"
+                        f"{waived}"),
+        ("design space", f"{cands.__len__():,} chips kept of {space.raw_size:,} raw points"),
+    ]
+
+
+def search_setting(spec: dict) -> list[tuple[str, str]]:
+    """Rows for a search from its fingerprint (``SearchSpec.fingerprint()``, also what a store keeps)."""
+    from phaze.hardware.presets import get_cluster
+    from phaze.hardware.space import DesignSpace, enumerate_space
+    from phaze.workload.config import ModelConfig
+    from phaze.workload.memory import param_count
+
+    known = {f.name for f in fields(DesignSpace)}
+    space = DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})
+    cands = enumerate_space(space)
+    mk = {f.name for f in fields(ModelConfig)}
+    models = [ModelConfig(**{k: v for k, v in m.items() if k in mk}) for m in spec["models"]]
+    rows = [("models", "; ".join(f"{m.name} ({param_count(m) / 1e9:.3g} B parameters, {m.num_layers} blocks, "
+                                 f"sequence {m.seq_len})" for m in models)),
+            ("devices", str(spec["devices"])), ("global batch (sequences)", str(spec["global_batch"])),
+            ("cluster", cluster_text(get_cluster(spec["cluster"], spec["devices"])))]
+    rows += space_rows(space, cands)
+    rows.append(("HBM sizes (GiB)", _vals(spec["hbm_gib"])))
+    if len(cands):
+        a = cands.arch.accelerator(0)
+        rows.append(("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, "
+                                                             f"{_si(a.hbm_bandwidth_Bps, 'B/s')} (the TPUv4-like chip's)"))
+    rows += [("plan space per chip", f"microbatch {_vals(spec['microbatch_sizes'])}; tensor-parallel "
+                                     f"{_vals(spec['tp_values']) if spec.get('tp_values') else 'every valid width up to the model max'}; "
+                                     f"recompute {_vals(spec['recompute_modes'])}; no interleaving, no sequence "
+                                     f"parallelism, no ZeRO-1; optimizer {spec.get('optimizer', 'adam')}"),
+             ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
+                             "CP-SAT fallback)"),
+             ("score", "throughput divided by the TPUv4-like chip's under its own best plan (mean over models)"),
+             ("Pareto front", "exact over the whole space" if spec.get("pareto")
+              else "among the exactly evaluated candidates (--pareto makes it exact)")]
+    return rows
+
+
+def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None = None,
+                 microbatch_sizes=None, recompute_modes=None) -> list[tuple[str, str]]:
+    """Rows for ``phaze plan`` (the plan space shown is ``phaze.placement.optimize``'s defaults unless given)."""
+    import inspect
+
+    from phaze.placement import optimize
+    from phaze.placement.layer_costs import default_time_model
+    from phaze.workload.memory import param_count
+
+    d = {k: v.default for k, v in inspect.signature(optimize).parameters.items()}
+    tm = default_time_model(accelerator)
+
+    acc = accelerator
+    return [("model", f"{model.name} ({param_count(model) / 1e9:.3g} B parameters, {model.num_layers} blocks)"),
+            ("sequence length", str(seq_len or model.seq_len)),
+            ("accelerator", f"{acc.name}: {acc.num_tc} tensor cores of {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc} "
+                            f"vector cores of {acc.vc_width}, {_si(acc.freq_hz, 'Hz')}, HBM {acc.hbm_bytes / GiB:.4g} GiB "
+                            f"at {_si(acc.hbm_bandwidth_Bps, 'B/s')}, peak {_si(acc.peak_matrix_flops, 'FLOP/s')}"),
+            ("devices", str(devices)), ("global batch (sequences)", str(global_batch)),
+            ("cluster", cluster_text(cluster)),
+            ("microbatch sizes", _vals(microbatch_sizes or d["microbatch_sizes"])),
+            ("recompute modes", _vals(recompute_modes or d["recompute_modes"]) + " (one per plan, or one per stage)"),
+            ("plan space", f"tensor-parallel: every valid width; interleaving {_vals(d['interleave_values'])}; "
+                           f"sequence parallelism off/on; up to {devices} devices (fewer when that is faster)"),
+            ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if tm == "sequential"
+             else "optimal per-layer schedules on tensor and vector cores")]

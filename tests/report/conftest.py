@@ -1,0 +1,33 @@
+"""A tiny co-search and a small plan, shared by the HTML report tests (each computed once per session)."""
+import pytest
+
+from phaze.hardware.space import DesignSpace
+from phaze.search import SearchSpec, Store, run_search
+from phaze.workload.config import ModelConfig
+
+MiB = 2**20
+TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
+SPACE = DesignSpace(num_tc=(1, 4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16, 64),
+                    glb_bytes=(2 * MiB, 32 * MiB))
+
+
+@pytest.fixture(scope="session")
+def tiny_search(tmp_path_factory):
+    """(SearchResult, every exactly evaluated row) of a 33-chip search of a 4-block model on 16 devices."""
+    spec = SearchSpec(models=(TINY,), space=SPACE, space_name="tiny", hbm_gib=(1, 2), microbatch_sizes=(1, 2),
+                      recompute_modes=("none", "full"), devices=16, global_batch=32)
+    path = str(tmp_path_factory.mktemp("report") / "tiny.db")
+    res = run_search(spec, path, workers=1, quiet=True)
+    s = Store.open_existing(path)
+    rows = s.rows(status="exact")
+    s.close()
+    return res, rows
+
+
+@pytest.fixture(scope="session")
+def small_plan():
+    """A plan run on designed chips (so its block has a schedule): gpt2-xl on 16 TPUv4-like chips."""
+    from phaze import api
+    args = dict(model="gpt2-xl", accelerator="tpuv4-like", devices=16, global_batch=64, microbatch_sizes=(1, 2))
+    return api.plan(args["model"], args["accelerator"], args["devices"], args["global_batch"],
+                    microbatch_sizes=args["microbatch_sizes"], top_k=3), args
