@@ -17,7 +17,7 @@ DIRECTIONS = ("fwd", "bwd")
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
     from phaze.workload.zoo import get_model
-    return model if isinstance(model, ModelConfig) else get_model(model)
+    return get_model(model)
 
 
 def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
@@ -83,9 +83,9 @@ def import_model(config: str | None = None, output: str | None = None, torch_fac
                  mbs: int = 1, seq: int | None = None, model: ModelConfig | None = None):
     """A Hugging Face config.json (``config``) as a ModelConfig, written as a model file to ``output`` if
     given; or, with ``torch_factory`` ("module:factory"), the operator graph of a PyTorch module traced with
-    torch.export (a ``TorchImport``; needs the [torch] extra). ``model``: write that ModelConfig instead."""
-    from pathlib import Path
-
+    torch.export (a ``TorchImport``; needs the [torch] extra), written with ``output`` as FILE.json (the traced
+    graphs, a model for plan/evaluate/search) or FILE.yaml (a transformers module's config). ``model``: write
+    that ModelConfig instead."""
     from phaze.workload.zoo import load_hf_config
     from phaze.workload.zoo import model_to_yaml
 
@@ -94,15 +94,45 @@ def import_model(config: str | None = None, output: str | None = None, torch_fac
     check_positive(mbs=mbs, seq=seq)
     if torch_factory is not None:
         from phaze.workload.torch_import import import_torch_module
-        return import_torch_module(torch_factory, mbs, seq or 128)
+        res = import_torch_module(torch_factory, mbs, seq or 128)
+        if output is not None:
+            _write(output, _traced_file_text(res, output))
+        return res
     model = model or load_hf_config(config)
     if output is not None:
-        text = model_to_yaml(model, f"imported by `phaze import-model` from {config or torch_factory or model.name}")
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(f"-o {output}: cannot write the model file ({exc.strerror}); pick a writable path") from None
+        _write(output, model_to_yaml(model, f"imported by `phaze import-model` from {config or model.name}"))
     return model
+
+
+def _traced_file_text(res, output: str) -> str:
+    """-o with --torch: FILE.json = the traced per-layer graphs (plannable); FILE.yaml = the model description
+    of a transformers module's config."""
+    import json
+    from pathlib import Path
+
+    from phaze.workload.traced import traced_to_dict
+    from phaze.workload.zoo import model_to_yaml
+
+    if Path(output).suffix.lower() == ".json":
+        if res.traced_model is None:
+            raise ConfigError(f"-o {output}: the trace cannot be planned ({res.not_plannable}); its operator graph "
+                              f"is printed without -o")
+        return json.dumps(traced_to_dict(res.traced_model), indent=1) + "\n"
+    if Path(output).suffix.lower() not in (".yaml", ".yml"):
+        raise ConfigError(f"-o {output}: use FILE.json (the traced graphs) or FILE.yaml (a transformers config)")
+    if res.model is None:
+        raise ConfigError(f"-o {output}: the traced module carries no Hugging Face config, so there is no model "
+                          f"description to write; use -o FILE.json for the traced graphs")
+    return model_to_yaml(res.model, f"imported by `phaze import-model` from {res.source}")
+
+
+def _write(output: str, text: str) -> None:
+    from pathlib import Path
+
+    try:
+        Path(output).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"-o {output}: cannot write the model file ({exc.strerror}); pick a writable path") from None
 
 
 def check_torch(model: str | ModelConfig, mbs: int = 1, seq: int | None = None):
@@ -290,8 +320,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     if tp * pp * dp > devices:
         raise InfeasibleError(f"the plan needs tp*pp*dp = {tp * pp * dp} devices but --devices is {devices}")
     if not m.valid_tp(tp):
-        raise ConfigError(f"--tp {tp} is not valid for {m.name}: it must be a power of two <= {m.max_tp} "
-                          f"dividing heads ({m.heads})")
+        raise ConfigError(f"--tp {tp} is not valid for {m.name}: {m.tp_rule}")
     if global_batch % (mbs * dp):
         raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,

@@ -78,7 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("import-model", help="a Hugging Face config.json (or a PyTorch module) as a phaze model")
     p.add_argument("config", nargs="?", default=None, help="a Hugging Face config.json (a local file; default: none, "
                                                            "then --torch is required)")
-    p.add_argument("-o", "--output", default=None, help="write the model file (YAML) here (default: print it)")
+    p.add_argument("-o", "--output", default=None, help="write the model file here (default: print it): YAML; with --torch, FILE.json "
+                                                         "= the traced graphs (plannable) or FILE.yaml = a transformers "
+                                                         "module's config")
     p.add_argument("--torch", default=None, metavar="MODULE:FACTORY",
                    help="trace the module FACTORY() returns with torch.export on the meta device and print its "
                         "per-layer operator graph (needs the [torch] extra; default: off)")

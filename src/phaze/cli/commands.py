@@ -5,7 +5,6 @@ import argparse
 import sys
 
 from phaze import api
-from phaze.errors import PhazeError
 from phaze.report.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
 
@@ -71,11 +70,6 @@ def cmd_import_model(args) -> int:
         else:
             print(model_to_yaml(res), end="")
         return 0
-    if args.output:
-        if res.model is None:
-            raise PhazeError(f"-o {args.output}: the traced module carries no Hugging Face config, so there is no "
-                             f"model description to write; its operator graph is printed without -o")
-        api.import_model(output=args.output, model=res.model)
     layers = table(f"{res.source}: traced forward (mbs {res.microbatch_size}, seq {res.seq_len})",
                    ["layer", "count", "ops", "GEMMs", "GEMM FLOPs", "vector FLOPs", "edges"],
                    [(l.kind, l.count, len(l.graph.ops), sum(isinstance(o, Gemm) for o in l.graph.ops),
@@ -86,7 +80,11 @@ def cmd_import_model(args) -> int:
                    if isinstance(o, Gemm)])
     unmapped = table("unmapped ATen ops", ["op", "count", "FLOPs", "share of FLOPs"],
                      [(u.aten_op, u.count, si(u.flops), f"{u.flops_share:.4%}") for u in res.unmapped])
-    tables = [layers, gemms, unmapped]
+    plannable = (f"yes: --model {args.output}" if args.output and args.output.lower().endswith(".json")
+                 else f"yes: --model torch:{res.source} or -o FILE.json" if res.traced_model
+                 else f"no: {res.not_plannable}")
+    tables = [layers, gemms, unmapped, table("planning", ["field", "value"], [("plannable", plannable)] + (
+        [("written to", args.output)] if args.output else []))]
     if res.model is not None:
         tables.append(table("Hugging Face config found", ["field", "value"],
                             [("model", res.model.name),

@@ -137,8 +137,7 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
                **kw) -> dict[str, LayerCosts]:
     """LayerCosts for every recompute mode ``plan`` uses."""
     if not model.valid_tp(plan.tp):
-        raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: use a power of two "
-                          f"<= {model.max_tp} dividing heads ({model.heads}) and kv heads ({model.num_kv_heads})")
+        raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: {model.tp_rule}")
     tier = cluster.tier_for_group(plan.tp, 1)
     out = {}
     for mode in set(plan.recompute_modes):

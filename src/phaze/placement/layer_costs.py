@@ -196,10 +196,11 @@ def model_forward_flops_per_sequence(model: ModelConfig, seq_len: int | None = N
     from phaze.workload.graphs import layer_graph
     from phaze.workload.ops import Gemm
 
-    s = TrainSetting(microbatch_size=1, seq_len=seq_len or model.seq_len, tp=1)
+    mbs = getattr(model, "microbatch_size", 1)  # a traced model exists at its traced microbatch only
+    s = TrainSetting(microbatch_size=mbs, seq_len=seq_len or model.seq_len, tp=1)
     per = {k: float(sum(op.flops for op in layer_graph(model, s, k, "fwd").ops if isinstance(op, Gemm)))
            for k in LAYER_KINDS}
-    total = per["embedding"] + model.num_layers * per["block"] + per["head"]
+    total = (per["embedding"] + model.num_layers * per["block"] + per["head"]) / mbs
     _FLOPS_CACHE[key] = total
     return total
 

@@ -42,6 +42,7 @@ from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.traced import microbatch_choices
 
 GiB = 2**30
 
@@ -276,10 +277,9 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     tps = default_tp_values(model, cluster, N) if tp_values is None else tuple(tp_values)
     for t in tps:
         if not model.valid_tp(t):
-            raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: use a power of two "
-                              f"<= {model.max_tp} dividing heads ({model.heads}) and kv heads")
+            raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: {model.tp_rule}")
     costs: dict[TrainSetting, LayerCosts] = {}
-    for mbs in microbatch_sizes:
+    for mbs in microbatch_choices(model, microbatch_sizes):
         if global_batch % mbs:
             continue
         for t in tps:

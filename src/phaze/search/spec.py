@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from phaze.errors import ConfigError
 from phaze.hardware.space import DesignSpace
 from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
+from phaze.workload.traced import microbatch_choices
 
 GiB = 2**30
 
@@ -53,7 +54,7 @@ class SearchSpec:
         for t in tps:
             if not model.valid_tp(t) or t > self.devices:
                 continue
-            for mbs in self.microbatch_sizes:
+            for mbs in microbatch_choices(model, self.microbatch_sizes):
                 if self.global_batch % mbs:
                     continue
                 for rc in self.recompute_modes:

@@ -127,6 +127,12 @@ class ModelConfig:
         """The pipeline sees this sequence of layers: embedding, num_layers blocks, head."""
         return ("embedding",) + ("block",) * self.num_layers + ("head",)
 
+    @property
+    def tp_rule(self) -> str:
+        """Which tensor-parallel widths this model takes (for refusals)."""
+        return (f"use a power of two <= {self.max_tp} dividing heads ({self.heads}), kv heads "
+                f"({self.num_kv_heads}) and ffn ({self.ffn})")
+
 
 # The fields added for the Hugging Face families, at their template values: a description that leaves them
 # there is the same model as before they existed (search fingerprints omit them, so old stores resume).
@@ -158,7 +164,10 @@ class TrainSetting:
             raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
 
     def check_model(self, model: ModelConfig) -> None:
-        """Raise ConfigError if this setting cannot shard ``model``."""
+        """Raise ConfigError if this setting cannot shard ``model`` (a traced model checks its own rule)."""
+        if not isinstance(model, ModelConfig):
+            model.check_setting(self)
+            return
         if model.heads % self.tp or model.num_kv_heads % self.tp or model.ffn % self.tp:
             raise ConfigError(
                 f"tensor-parallel width {self.tp} must divide heads ({model.heads}), kv heads "

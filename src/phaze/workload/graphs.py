@@ -18,6 +18,7 @@ from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
 from phaze.workload.config import ModelConfig, TrainSetting
 from phaze.workload.ops import Collective, Gemm, LayerGraph
+from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op
 
 LAYERS = ("embedding", "block", "head")
@@ -38,6 +39,8 @@ def block_forward_gemm_flops(model: ModelConfig, setting: TrainSetting) -> int:
 def check_setting(model: ModelConfig, setting: TrainSetting) -> None:
     """Raise ConfigError if ``setting`` cannot run ``model`` (TP width, learned-position length)."""
     setting.check_model(model)
+    if isinstance(model, TracedModel):
+        return
     if model.position == "learned" and setting.seq_len > model.seq_len:
         raise ConfigError(f"seq_len {setting.seq_len} exceeds the {model.seq_len} learned positions of "
                           f"{model.name}; use seq_len <= {model.seq_len}")
@@ -169,6 +172,8 @@ def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction
     if direction not in DIRECTIONS:
         raise ConfigError(f"unknown direction {direction!r}; use 'fwd' or 'bwd'")
     check_setting(model, setting)
+    if isinstance(model, TracedModel):
+        return traced_layer_graph(model, setting, layer, direction)
     nodes = _NODES[layer](model, setting)
     if direction == "fwd":
         fb = ForwardBuilder(nodes)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig, TrainSetting
 from phaze.workload.graphs import LAYERS, check_setting
+from phaze.workload.traced import TracedModel, traced_activation_bytes
 
 # bytes per parameter: (weight, gradient, optimizer state)
 # adam: fp16 weight, fp32 main grad, fp32 master copy + m + v (Megatron mixed precision: 18 B/param,
@@ -86,6 +87,8 @@ def layer_params(model: ModelConfig, layer: str, tp: int = 1, vocab: int | None 
 def param_count(model: ModelConfig) -> int:
     """Whole-model parameters, unsharded, unpadded vocabulary, tied embeddings counted once.
     BERT counts the MLM head (dense, norm, output bias) but not the pooler/NSP head."""
+    if isinstance(model, TracedModel):
+        return model.total_params
     tied = model.vocab * (model.embed_proj_dim or model.hidden) if model.tied_embeddings else 0
     return (layer_params(model, "embedding", 1, model.vocab) + model.num_layers * layer_params(model, "block")
             + layer_params(model, "head", 1, model.vocab) - tied)
@@ -141,6 +144,8 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
     if layer not in LAYERS:
         raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
     check_setting(model, setting)
+    if isinstance(model, TracedModel):
+        return _traced_memory(model, setting, layer, optimizer)
     t = setting.tp
     params = layer_params(model, layer, t)
     wb, gb, ob = OPTIMIZERS[optimizer]
@@ -161,3 +166,16 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
         tied_params=tied if layer == "head" and model.tied_embeddings else 0,
         recompute_working_bytes=total - kept,
     )
+
+
+def _traced_memory(model: TracedModel, setting: TrainSetting, layer: str, optimizer: str) -> LayerMemory:
+    """A traced layer's memory (``phaze.workload.traced``): its parameters at the optimizer's bytes per
+    parameter, the tensors its backward reads, and one block's output as the pipeline boundary."""
+    lay = model.layer(layer)
+    wb, gb, ob = OPTIMIZERS[optimizer]
+    kept, total = traced_activation_bytes(model, setting, layer)
+    return LayerMemory(
+        params=lay.params, weight_bytes=wb * lay.params, grad_bytes=gb * lay.params, optimizer_bytes=ob * lay.params,
+        activation_bytes=kept, boundary_fwd_bytes=0 if layer == "head" else model.boundary_bytes,
+        boundary_bwd_bytes=0 if layer == "embedding" else model.boundary_bytes, tied_params=lay.tied_params,
+        recompute_working_bytes=total - kept)

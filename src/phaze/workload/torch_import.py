@@ -1,18 +1,14 @@
 """A PyTorch module's per-layer operator graph in our terms, captured with ``torch.export`` (``[torch]`` extra).
 
 ``import_torch_module("pkg.module:factory")`` calls the factory under ``torch.device("meta")`` (no
-weights, no GPU); it returns a module (a transformers model gets ``input_ids`` of microbatch x sequence)
-or ``(module, example_args)``. The exported ATen graph is walked node by node:
-- GEMMs (``linear``, ``mm``, ``addmm``, ``bmm``, ``baddbmm``, ``matmul``) become ``Gemm`` with their
-  batch, M, N, K; ``scaled_dot_product_attention`` becomes its two products and a softmax;
-- vector ops become ``VectorOp`` by kind with their element count (``VECTOR_OPS`` below);
-- shape and layout ops (views, transposes, casts, ...) carry no work and are dropped; every other op is
-  listed as unmapped with its count and its share of the module's FLOPs (PyTorch's flop formula where it
-  has one, else one FLOP per output element).
-Nodes are grouped by the block (entry of the module's longest ``ModuleList``) whose code produced them;
-blocks whose ops are identical form one layer kind, so the placement sees identical layers. Ops before
-the first block form the "embedding", after the last the "head". Edges follow data flow between mapped
-ops (through dropped ops) inside one layer.
+weights, no GPU); it returns a module (a transformers model gets ``input_ids`` of microbatch x sequence
+and the same ids as ``labels``, so the trace holds the training loss) or ``(module, example_args)``. The
+exported ATen graph is walked node by node (``torch_walk``: which ops map to what, what is kept for the
+backward). Nodes are grouped by the block (entry of the module's longest ``ModuleList``) whose code
+produced them; blocks whose ops, parameters and saved tensors are identical form one layer kind, so the
+placement sees identical layers. Ops before the first block form the "embedding", after the last the
+"head". Edges follow data flow between mapped ops (through dropped ops) inside one layer. With one block
+kind the result also carries a ``TracedModel`` that plan/evaluate/search take like a zoo model.
 """
 from __future__ import annotations
 
@@ -24,32 +20,10 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 
 from phaze.errors import ConfigError
+from phaze.workload.autodiff import ForwardBuilder, Node
 from phaze.workload.config import ModelConfig, TrainSetting
-from phaze.workload.ops import Gemm, LayerGraph, Op
-from phaze.workload.vector_kinds import vector_op
-
-BYTES_PER_ELEMENT = 2  # 16-bit training, as the analytic graphs (the trace itself runs in fp32 on meta)
-GEMM_OPS = ("linear", "mm", "addmm", "bmm", "baddbmm", "matmul")
-# aten op -> our vector-op kind (vector_kinds.VECTOR_KINDS); element count = output elements, or input
-# elements for reductions
-VECTOR_OPS = {
-    "layer_norm": "layernorm", "native_layer_norm": "layernorm", "rms_norm": "rmsnorm",
-    "softmax": "softmax", "_softmax": "softmax", "log_softmax": "softmax", "_log_softmax": "softmax",
-    "gelu": "gelu", "relu": "relu", "silu": "silu", "dropout": "dropout", "native_dropout": "dropout",
-    "add": "elementwise", "sub": "elementwise", "mul": "elementwise", "div": "elementwise", "neg": "elementwise",
-    "pow": "elementwise", "where": "elementwise", "masked_fill": "elementwise", "rsub": "elementwise",
-    "rsqrt": "transcendental", "exp": "transcendental", "tanh": "transcendental", "sigmoid": "transcendental",
-    "sin": "transcendental", "cos": "transcendental", "sqrt": "transcendental",
-    "mean": "reduction", "sum": "reduction", "embedding": "embedding_gather",
-}
-LAYOUT_OPS = frozenset((
-    "view", "_unsafe_view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "slice", "select",
-    "alias", "contiguous", "clone", "to", "_to_copy", "_assert_tensor_metadata", "arange", "zeros", "ones",
-    "new_ones", "new_zeros", "full", "empty", "detach", "lift_fresh_copy", "t", "flatten", "unflatten", "split",
-    "chunk", "split_with_sizes", "cat", "stack", "index", "getitem", "type_as", "expand_as", "view_as", "copy_",
-    "scalar_tensor", "sym_size", "_assert_scalar", "item", "zeros_like", "ones_like", "full_like",
-))
-
+from phaze.workload.ops import LayerGraph
+from phaze.workload.traced import TracedLayer, TracedModel
 
 @dataclass(frozen=True)
 class ImportedLayer:
@@ -58,6 +32,7 @@ class ImportedLayer:
     kind: str
     count: int
     graph: LayerGraph
+    traced: TracedLayer
 
 
 @dataclass(frozen=True)
@@ -81,40 +56,8 @@ class TorchImport:
     total_flops: float
     model: ModelConfig | None = None
     analytic_block_gemm_flops: int | None = None
-
-
-def _aten_name(target) -> str:
-    name = getattr(target, "__name__", str(target))  # e.g. "linear.default"
-    return name.split(".")[0]
-
-
-def _shape(arg) -> tuple[int, ...] | None:
-    val = getattr(arg, "meta", {}).get("val") if hasattr(arg, "meta") else None
-    return tuple(int(d) for d in val.shape) if val is not None and hasattr(val, "shape") else None
-
-
-def _gemms(op: str, node, name: str) -> list[Op] | None:
-    """The GEMM(s) of one node (attention: with its softmax), or None if the shapes do not fit."""
-    e = BYTES_PER_ELEMENT
-    if op == "scaled_dot_product_attention":
-        q, k, v = (_shape(a) for a in node.args[:3])
-        if not (q and k and v) or len(q) < 3:
-            return None
-        batch = math.prod(q[:-2])
-        return [Gemm(f"{name}.scores", batch, q[-2], k[-2], q[-1], e),
-                vector_op(f"{name}.softmax", "softmax", batch * q[-2] * k[-2]),
-                Gemm(f"{name}.attn_v", batch, q[-2], v[-1], k[-2], e)]
-    args = node.args[1:3] if op in ("addmm", "baddbmm") else node.args[:2]
-    a, b = (_shape(x) for x in args)
-    if not a or not b:
-        return None
-    if op == "linear":  # weight is (N, K)
-        return [Gemm(name, 1, math.prod(a[:-1]), b[0], a[-1], e)]
-    if len(a) < 2 or len(b) < 2:
-        return None
-    out = _shape(node)
-    batch = math.prod(out[:-2]) if out and len(out) > 2 else 1
-    return [Gemm(name, batch, a[-2], b[-1], a[-1], e)]
+    traced_model: TracedModel | None = None
+    not_plannable: str = ""  # why there is no traced_model (one line), else ""
 
 
 def _call_factory(spec: str):
@@ -172,16 +115,28 @@ def _trace(module, args, kwargs):
 
 def import_torch_module(spec: str, microbatch_size: int = 1, seq_len: int = 128) -> TorchImport:
     """Trace ``spec`` ("module:factory") and return its per-layer operator graphs (module docstring)."""
+    from phaze.workload.torch_walk import Walker
+
     module, args, kwargs = _build(spec, microbatch_size, seq_len)
-    module.eval()  # no dropout RNG in the trace; the training graph's dropout comes from the analytic model
+    module.eval()  # no dropout RNG in the trace (a traced model has no dropout ops)
     ep = _trace(module, args, kwargs)
     prefixes = _block_prefixes(module)
-    groups, unmapped, total = _walk(ep, prefixes)
-    total = total or 1.0
-    um = tuple(sorted((UnmappedOp(k, int(c), f, f / total) for k, (c, f) in unmapped.items()),
+    walk = Walker(ep, lambda node: _owner(node, prefixes), lambda n, o, op: _label(n, o, prefixes, op)).run()
+    total = walk.total_flops or 1.0
+    um = tuple(sorted((UnmappedOp(k, int(c), f, f / total) for k, (c, f) in walk.unmapped.items()),
                       key=lambda u: -u.flops))
     model, analytic = _hf_model(getattr(module, "config", None), spec, microbatch_size, seq_len)
-    return TorchImport(spec, microbatch_size, seq_len, _layers(groups, len(prefixes)), um, total, model, analytic)
+    layers = _layers(walk, len(prefixes))
+    traced, why = _traced_model(spec, microbatch_size, seq_len, layers, walk)
+    return TorchImport(spec, microbatch_size, seq_len, layers, um, total, model, analytic, traced, why)
+
+
+def traced_model_of(spec: str, microbatch_size: int = 1, seq_len: int = 128) -> TracedModel:
+    """The plannable model of a traced module; refused in one line when the trace has no single block kind."""
+    res = import_torch_module(spec, microbatch_size, seq_len)
+    if res.traced_model is None:
+        raise ConfigError(f"--torch {spec}: cannot be planned: {res.not_plannable}")
+    return res.traced_model
 
 
 def _build(spec: str, microbatch_size: int, seq_len: int):
@@ -196,7 +151,7 @@ def _build(spec: str, microbatch_size: int, seq_len: int):
     if not hasattr(getattr(built, "config", None), "vocab_size"):
         raise ConfigError(f"--torch {spec!r}: return (module, example_args) so the forward can be traced")
     ids = torch.zeros(microbatch_size, seq_len, dtype=torch.long, device="meta")
-    return built, (), {"input_ids": ids, "use_cache": False}
+    return built, (), {"input_ids": ids, "labels": ids, "use_cache": False}
 
 
 def _label(node, owner, prefixes: list[str], op: str) -> str:
@@ -208,97 +163,63 @@ def _label(node, owner, prefixes: list[str], op: str) -> str:
     return f"{path}.{op}" if path and op != "linear" else (path or op)
 
 
-def _node_ops(op: str, node, label: str) -> list[Op] | None:
-    """Our ops for one ATen node: a list (empty: not mapped), or None when the node is the identity
-    (dropout in eval mode or with p = 0)."""
-    if op in GEMM_OPS or op == "scaled_dot_product_attention":
-        return _gemms(op, node, label) or []
-    if op not in VECTOR_OPS:
-        return []
-    if op == "dropout" and not (len(node.args) > 2 and node.args[2] and node.args[1]):
-        return None
-    shape = _shape(node.args[0] if VECTOR_OPS[op] == "reduction" else node)
-    return [vector_op(label, VECTOR_OPS[op], math.prod(shape))] if shape is not None else []
-
-
-def _unmapped_flops(node) -> float:
-    """PyTorch's flop formula for the node where it has one, else one FLOP per output element."""
-    from torch.utils.flop_counter import flop_registry
-
-    out = _shape(node)
-    packet = getattr(node.target, "overloadpacket", None)
-    if packet in flop_registry:
-        try:
-            return float(flop_registry[packet](*[_shape(a) or a for a in node.args], out_shape=out))
-        except Exception:  # a formula that wants other arguments: fall back to elements
-            pass
-    return float(math.prod(out)) if out else 0.0
-
-
-def _walk(ep, prefixes: list[str]):
-    """Group the exported nodes' ops by owner (block index, "embedding" or "head") with their producers;
-    also the unmapped ops ({aten op: [count, FLOPs]}) and the total FLOPs."""
-    groups: dict[object, list[tuple[Op, list]]] = defaultdict(list)  # owner -> [(op, [(owner, index)])]
-    produced: dict = {}  # fx node -> the mapped ops {(owner, index)} its value comes from
-    unmapped: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
-    total, seen_block = 0.0, False
-    for node in ep.graph.nodes:
-        if node.op != "call_function":
-            continue
-        op = _aten_name(node.target)
-        owner = _owner(node, prefixes)
-        seen_block = seen_block or owner is not None
-        if owner is None:
-            owner = "head" if seen_block else "embedding"
-        inputs = set().union(*(produced.get(a, set()) for a in node.all_input_nodes))
-        new_ops = _node_ops(op, node, _label(node, owner, prefixes, op))
-        if new_ops:
-            first = len(groups[owner])
-            for j, o in enumerate(new_ops):  # a node's ops in a chain (attention: scores, softmax, probs x V)
-                groups[owner].append((o, [d for d in inputs if d[0] == owner] + [(owner, first + i) for i in range(j)]))
-            produced[node] = {(owner, len(groups[owner]) - 1)}
-            total += sum(o.flops for o in new_ops)
-            continue
-        produced[node] = inputs
-        if new_ops is None or op in LAYOUT_OPS:
-            continue
-        flops = _unmapped_flops(node)
-        unmapped[f"aten.{op}"][0] += 1
-        unmapped[f"aten.{op}"][1] += flops
-        total += flops
-    return groups, unmapped, total
-
-
-def _graph(kind: str, entries: list[tuple[Op, list]]) -> LayerGraph:
-    """A LayerGraph of the entries; repeated names get '#2', '#3', ... so every op name is unique."""
-    edges = sorted({(d[1], i) for i, (_, deps) in enumerate(entries) for d in deps})
+def _unique_names(nodes: list[Node]) -> tuple[Node, ...]:
+    """Repeated op names get '#2', '#3', ... so every op name of a layer is unique."""
     seen: dict[str, int] = defaultdict(int)
-    ops = []
-    for op, _ in entries:
-        seen[op.name] += 1
-        ops.append(op if seen[op.name] == 1 else replace(op, name=f"{op.name}#{seen[op.name]}"))
-    return LayerGraph(kind, "fwd", tuple(ops), tuple(edges))
+    out = []
+    for n in nodes:
+        seen[n.op.name] += 1
+        out.append(n if seen[n.op.name] == 1 else replace(n, op=replace(n.op, name=f"{n.op.name}#{seen[n.op.name]}")))
+    return tuple(out)
 
 
-def _signature(g: LayerGraph) -> tuple:
-    return (tuple((type(o).__name__, getattr(o, "kind", ""), o.flops) for o in g.ops), g.edges)
+def _traced_layer(walk, owner, tied: int = 0) -> TracedLayer:
+    params = sum(walk.param_numel[p] for p, owners in walk.param_owners.items() if owner in owners)
+    return TracedLayer(_unique_names(walk.nodes.get(owner, [])), params,
+                       tuple(walk.saved.get(owner, {}).values()), tied)
 
 
-def _layers(groups: dict, num_blocks: int) -> tuple[ImportedLayer, ...]:
+def _signature(lay: TracedLayer) -> tuple:
+    """What makes two blocks the same layer: ops with their roles and data flow, parameters, saved bytes."""
+    return (tuple((type(n.op).__name__, getattr(n.op, "kind", ""), n.op.flops, n.role, n.deps) for n in lay.nodes),
+            lay.params, tuple(sorted((t.nbytes, -1 if t.producer is None else t.producer) for t in lay.saved)))
+
+
+def _layers(walk, num_blocks: int) -> tuple[ImportedLayer, ...]:
     """Embedding, the blocks grouped by identical op graphs (in order of first appearance), head."""
     out = []
-    if groups.get("embedding"):
-        out.append(ImportedLayer("embedding", 1, _graph("embedding", groups["embedding"])))
+    if walk.nodes.get("embedding"):
+        lay = _traced_layer(walk, "embedding")
+        out.append(ImportedLayer("embedding", 1, ForwardBuilder(list(lay.nodes)).graph("embedding"), lay))
     kinds: dict[tuple, list] = {}
     for i in range(num_blocks):
-        g = _graph("block", groups.get(i, []))
-        kinds.setdefault(_signature(g), []).append(g)
-    for n, graphs in enumerate(kinds.values()):
+        lay = _traced_layer(walk, i)
+        kinds.setdefault(_signature(lay), []).append(lay)
+    for n, lays in enumerate(kinds.values()):
         kind = "block" if n == 0 else f"block_{n + 1}"
-        out.append(ImportedLayer(kind, len(graphs), LayerGraph(kind, "fwd", graphs[0].ops, graphs[0].edges)))
-    if groups.get("head"):
-        out.append(ImportedLayer("head", 1, _graph("head", groups["head"])))
+        out.append(ImportedLayer(kind, len(lays), ForwardBuilder(list(lays[0].nodes)).graph(kind), lays[0]))
+    if walk.nodes.get("head"):
+        tied = sum(walk.param_numel[p] for p, owners in walk.param_owners.items()
+                   if "head" in owners and len(owners) > 1)
+        lay = _traced_layer(walk, "head", tied)
+        out.append(ImportedLayer("head", 1, ForwardBuilder(list(lay.nodes)).graph("head"), lay))
     return tuple(out)
+
+
+def _traced_model(spec: str, mbs: int, seq: int, layers: tuple[ImportedLayer, ...], walk):
+    """(TracedModel, "") when the placement can take the trace (one block kind), else (None, why)."""
+    blocks = [l for l in layers if l.kind.startswith("block")]
+    if not blocks:
+        return None, "no repeated blocks (no nn.ModuleList) in the module, so no layers to place"
+    if len(blocks) > 1:
+        found = ", ".join(f"{l.kind} x{l.count}" for l in blocks)
+        return None, f"the placement needs identical blocks, the trace has several kinds ({found})"
+    by_kind = {l.kind: l.traced for l in layers}
+    empty = TracedLayer((), 0, ())
+    boundary = sum(walk.outputs.get(0, {}).values())  # what block 0 hands on, per microbatch
+    name = spec.rpartition(":")[2]
+    return TracedModel(name, spec, mbs, seq, blocks[0].count, by_kind.get("embedding", empty), blocks[0].traced,
+                       by_kind.get("head", empty), sum(walk.param_numel.values()), boundary), ""
 
 
 def _hf_model(hf_config, spec: str, mbs: int, seq: int) -> tuple[ModelConfig | None, int | None]:

@@ -19,6 +19,9 @@ from phaze.errors import ConfigError
 from phaze.filefields import load_yaml, got, hf_hint
 from phaze.workload.config import ModelConfig
 from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, model_name
+from phaze.workload.traced import TRACED_KEY, TracedModel, traced_from_dict
+
+TORCH_PREFIX = "torch:"  # --model torch:MODULE:FACTORY traces a PyTorch module (phaze.workload.torch_import)
 
 FILE_SUFFIXES = (".yaml", ".yml", ".json")
 PosInt = Annotated[int, Field(strict=True, gt=0)]
@@ -119,6 +122,8 @@ def load_model_file(path: str | Path, hf: bool = False) -> ModelConfig:
     except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
+    if isinstance(data, dict) and TRACED_KEY in data and not hf:
+        return traced_from_dict(data, str(p))
     if not hf:
         return model_from_mapping(data, str(p), default_name=model_name(p))
     if not is_hf_config(data):
@@ -158,10 +163,15 @@ def list_models() -> list[ModelConfig]:
 
 def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
     """A zoo model by name (case-insensitive), a model read from a .yaml/.yml/.json file, or
-    ``hf:PATH``: a Hugging Face config.json."""
-    if isinstance(name_or_path, ModelConfig):
+    ``hf:PATH``: a Hugging Face config.json, or ``torch:MODULE:FACTORY``: a PyTorch module traced at
+    microbatch 1 and sequence 128 (other shapes: ``import-model --torch ... --mbs --seq -o FILE.json``)."""
+    if isinstance(name_or_path, (ModelConfig, TracedModel)):
         return name_or_path
     key = str(name_or_path)
+    if key.startswith(TORCH_PREFIX):
+        from phaze.workload.torch_import import traced_model_of
+
+        return traced_model_of(key[len(TORCH_PREFIX):])
     if key.startswith(HF_PREFIX):
         return load_model_file(key[len(HF_PREFIX):], hf=True)
     if Path(key).suffix.lower() in FILE_SUFFIXES or Path(key).is_file():
