@@ -99,14 +99,22 @@ def microbatch_choices(model, requested) -> tuple[int, ...]:
 
 
 def selective_set(nodes: tuple[Node, ...]) -> frozenset[int]:
-    """The attention core: activation GEMMs, and vector ops fed only by them that feed one of them."""
+    """The attention core: activation GEMMs, and the vector ops on a path of vector ops between two of them
+    (scale, mask, softmax)."""
     core = {i for i, n in enumerate(nodes) if n.role == "act_gemm"}
-    feeds = {d for i in core for d in nodes[i].deps}
+    succs: list[list[int]] = [[] for _ in nodes]
     for i, n in enumerate(nodes):
-        if n.role == "vector" and n.deps and all(d in core for d in n.deps) and i in feeds:
-            core.add(i)
-            feeds.update(n.deps)
-    return frozenset(core)
+        for d in n.deps:
+            succs[d].append(i)
+    after: set[int] = set()  # vector ops fed (through vector ops) by an activation GEMM
+    for i, n in enumerate(nodes):
+        if n.role == "vector" and any(d in core or d in after for d in n.deps):
+            after.add(i)
+    before: set[int] = set()  # vector ops feeding (through vector ops) an activation GEMM
+    for i in reversed(range(len(nodes))):
+        if nodes[i].role == "vector" and any(j in core or j in before for j in succs[i]):
+            before.add(i)
+    return frozenset(core | (after & before))
 
 
 def traced_layer_graph(model: TracedModel, setting, layer: str, direction: str) -> LayerGraph:
