@@ -6,6 +6,7 @@ against the same network described by its Hugging Face config (our analytic grap
 """
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -104,3 +105,34 @@ def test_module_with_unlike_blocks_is_not_plannable(monkeypatch):
     sys.modules.pop("torch_factories", None)
     assert res.traced_model is None and "identical blocks" in res.not_plannable
     assert [u.aten_op for u in res.unmapped] == ["aten.cumsum"]
+
+
+def test_cli_import_then_plan_search_and_show(cli, tmp_path, monkeypatch):
+    """A plain-PyTorch Llama-style module (SDPA attention, SwiGLU, the loss in its forward) end to end."""
+    monkeypatch.syspath_prepend(str(HERE))
+    out = tmp_path / "small.json"
+    code, text, err = cli("import-model", "--torch", "torch_factories:small_llama", "-o", str(out))
+    sys.modules.pop("torch_factories", None)
+    assert code == 0, err
+    assert "mbs 2, seq 64" in text and f"yes: --model {out}" in text
+    m = get_model(str(out))
+    assert (m.microbatch_size, m.seq_len, m.num_layers) == (2, 64, 4)
+    # 4 blocks of qkv 256x768, out 256x256, gate_up 256x1024, down 512x256, two RMSNorm gains; embedding and
+    # head 1000x256 (untied); the final norm's gain
+    assert param_count(m) == 4 * (256 * 768 + 256 * 256 + 256 * 1024 + 512 * 256 + 2 * 256) + 2 * 1000 * 256 + 256
+    code, text, err = cli("plan", "--model", str(out), "--accelerator", "a100-80g", "--devices", "4",
+                          "--global-batch", "8", "--json")
+    assert code == 0, err
+    best = json.loads(text)["best"]
+    assert best["tp"] == 1 and best["microbatch_size"] == 2 and best["fits"]
+    code, text, err = cli("show-model", str(out), "--mbs", "2")
+    assert code == 0 and "block" in text, err
+    (tmp_path / "s.yaml").write_text("num_tc: [1, 4]\nnum_vc: [1, 4]\ntc_widths: [16]\ntc_depths: [16]\nglb_mib: [2]\n")
+    code, text, err = cli("search", "--model", str(out), "--space", str(tmp_path / "s.yaml"), "--devices", "4",
+                          "--global-batch", "8", "--mbs", "1,2", "--hbm-gib", "1", "--store", str(tmp_path / "r.db"),
+                          "--workers", "1", "--json", "--quiet")
+    assert code == 0, err
+    assert json.loads(text)["counts"]["candidates"] > 0
+    code, text, err = cli("evaluate", "--model", str(out), "--accelerator", "a100-80g", "--devices", "4",
+                          "--global-batch", "8", "--tp", "2", "--pp", "1", "--dp", "2", "--mbs", "2")
+    assert code == 2 and "tensor-parallel width 1" in err and "Traceback" not in err

@@ -47,3 +47,46 @@ class MlpStack(torch.nn.Module):
 
 def mlp_stack():
     return MlpStack(), (torch.zeros(2, 16, 64),)
+
+
+class _LlamaBlock(torch.nn.Module):
+    """A Llama-style block in plain PyTorch: RMSNorm, causal SDPA attention, SwiGLU MLP (no rotary)."""
+
+    def __init__(self, width: int, heads: int, ffn: int):
+        super().__init__()
+        self.heads = heads
+        self.norm1, self.norm2 = torch.nn.RMSNorm(width), torch.nn.RMSNorm(width)
+        self.qkv = torch.nn.Linear(width, 3 * width, bias=False)
+        self.out = torch.nn.Linear(width, width, bias=False)
+        self.gate_up = torch.nn.Linear(width, 2 * ffn, bias=False)
+        self.down = torch.nn.Linear(ffn, width, bias=False)
+
+    def forward(self, x):
+        b, s, h = x.shape
+        q, k, v = self.qkv(self.norm1(x)).view(b, s, 3, self.heads, h // self.heads).permute(2, 0, 3, 1, 4)
+        a = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.out(a.transpose(1, 2).reshape(b, s, h))
+        gate, up = self.gate_up(self.norm2(x)).chunk(2, dim=-1)
+        return x + self.down(torch.nn.functional.silu(gate) * up)
+
+
+class SmallLlama(torch.nn.Module):
+    def __init__(self, vocab=1000, width=256, heads=4, ffn=512, layers=4):
+        super().__init__()
+        self.embed = torch.nn.Embedding(vocab, width)
+        self.blocks = torch.nn.ModuleList([_LlamaBlock(width, heads, ffn) for _ in range(layers)])
+        self.norm = torch.nn.RMSNorm(width)
+        self.head = torch.nn.Linear(width, vocab, bias=False)
+
+    def forward(self, ids, labels):
+        x = self.embed(ids)
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.norm(x))
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), labels.flatten())
+
+
+def small_llama():
+    """4 Llama-style blocks (hidden 256, 4 heads, SwiGLU 512) with the LM loss; traced at 2 x 64 tokens."""
+    ids = torch.zeros(2, 64, dtype=torch.long)
+    return SmallLlama(), (ids, ids)

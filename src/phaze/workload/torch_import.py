@@ -2,7 +2,8 @@
 
 ``import_torch_module("pkg.module:factory")`` calls the factory under ``torch.device("meta")`` (no
 weights, no GPU); it returns a module (a transformers model gets ``input_ids`` of microbatch x sequence
-and the same ids as ``labels``, so the trace holds the training loss) or ``(module, example_args)``. The
+and the same ids as ``labels``, so the trace holds the training loss) or ``(module, example_args)`` (the
+first input's first two dimensions are then the microbatch size and the sequence length). The
 exported ATen graph is walked node by node (``torch_walk``: which ops map to what, what is kept for the
 backward). Nodes are grouped by the block (entry of the module's longest ``ModuleList``) whose code
 produced them; blocks whose ops, parameters and saved tensors are identical form one layer kind, so the
@@ -118,6 +119,11 @@ def import_torch_module(spec: str, microbatch_size: int = 1, seq_len: int = 128)
     from phaze.workload.torch_walk import Walker
 
     module, args, kwargs = _build(spec, microbatch_size, seq_len)
+    if args:  # the example inputs set the shapes: microbatch and sequence = the first input's first two dims
+        first = next((a for a in args if hasattr(a, "shape") and len(a.shape) >= 2), None)
+        if first is None:
+            raise ConfigError(f"--torch {spec!r}: the first example input must be at least (microbatch, sequence, ...)")
+        microbatch_size, seq_len = int(first.shape[0]), int(first.shape[1])
     module.eval()  # no dropout RNG in the trace (a traced model has no dropout ops)
     ep = _trace(module, args, kwargs)
     prefixes = _block_prefixes(module)

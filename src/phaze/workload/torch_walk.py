@@ -46,7 +46,7 @@ LAYOUT_OPS = frozenset((
     "view", "_unsafe_view", "reshape", "transpose", "permute", "unsqueeze", "squeeze", "expand", "slice", "select",
     "alias", "contiguous", "clone", "to", "_to_copy", "_assert_tensor_metadata", "arange", "zeros", "ones",
     "new_ones", "new_zeros", "full", "empty", "detach", "lift_fresh_copy", "t", "flatten", "unflatten", "split",
-    "chunk", "split_with_sizes", "cat", "stack", "index", "getitem", "type_as", "expand_as", "view_as", "copy_",
+    "chunk", "split_with_sizes", "unbind", "cat", "stack", "index", "getitem", "type_as", "expand_as", "view_as", "copy_",
     "scalar_tensor", "sym_size", "_assert_scalar", "item", "zeros_like", "ones_like", "full_like",
 ))
 # ops whose backward reads their activation inputs / their output (module docstring)
