@@ -142,6 +142,9 @@ def check_torch(model: str | ModelConfig, mbs: int = 1, seq: int | None = None):
 
     check_positive(mbs=mbs, seq=seq)
     m = resolve_model(model)
+    if not isinstance(m, ModelConfig):
+        raise ConfigError(f"{m.name} is a traced PyTorch module: --check-torch compares a model description with "
+                          f"transformers, and a traced graph already is PyTorch's")
     seq_len = seq if seq is not None else min(m.seq_len, 512)
     if m.position == "learned" and seq_len > m.seq_len:
         raise ConfigError(f"--seq {seq_len} exceeds the {m.seq_len} learned positions of {m.name}")

@@ -136,3 +136,21 @@ def test_cli_import_then_plan_search_and_show(cli, tmp_path, monkeypatch):
     code, text, err = cli("evaluate", "--model", str(out), "--accelerator", "a100-80g", "--devices", "4",
                           "--global-batch", "8", "--tp", "2", "--pp", "1", "--dp", "2", "--mbs", "2")
     assert code == 2 and "tensor-parallel width 1" in err and "Traceback" not in err
+
+
+def test_malformed_traced_file_is_one_line(traced, tmp_path):
+    from phaze.workload.traced import traced_to_dict
+
+    data = traced_to_dict(traced.traced_model)
+    bad = [{"phaze_traced_model": 1, "name": "x"}, dict(data, phaze_traced_model=2)]
+    broken = json.loads(json.dumps(data))
+    broken["layers"]["block"]["ops"][0]["deps"] = [5]  # an op reading a later op
+    bad.append(broken)
+    for i, d in enumerate(bad):
+        p = tmp_path / f"bad{i}.json"
+        p.write_text(json.dumps(d))
+        with pytest.raises(ConfigError) as info:
+            get_model(str(p))
+        assert str(p) in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match="traced PyTorch module"):
+        api.check_torch(traced.traced_model)

@@ -38,7 +38,8 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="zoo name (see `phaze models`) or a YAML/JSON model file (required)")
+    p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
+                                                    "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
                    help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--devices", type=int, required=True, help="devices available (required)")
@@ -49,7 +50,8 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
 
 
 def _chip_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", required=True, help="zoo name or a YAML/JSON model file (required)")
+    p.add_argument("--model", required=True, help="zoo name, a YAML/JSON model file, hf:CONFIG.json, a traced FILE.json or "
+                                                    "torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
                    help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--cluster", default=None, help="network for tensor-parallel collectives (default: dgx-a100 for "
@@ -66,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_models)
 
     p = sub.add_parser("show-model", help="parameters, FLOPs, layer kinds, ops and memory of a model")
-    p.add_argument("model", help="zoo name, a YAML/JSON model file (docs/model-file.md), or hf:CONFIG.json "
-                                 "(a Hugging Face config)")
+    p.add_argument("model", help="zoo name, a YAML/JSON model file (docs/model-file.md), hf:CONFIG.json "
+                                 "(a Hugging Face config), a traced FILE.json or torch:MODULE:FACTORY")
     _setting_args(p)
     p.add_argument("--check-torch", action="store_true",
                    help="also compare parameters and GEMM FLOPs with PyTorch's counts of the same network "
@@ -141,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")
     p.add_argument("--model", action="append", required=True,
-                   help="zoo name or model file; repeat for several models (required)")
+                   help="zoo name, model file, hf:CONFIG.json, traced FILE.json or "
+                        "torch:MODULE:FACTORY; repeat for several models (required)")
     p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
                                                       "(default: default)")
     p.add_argument("--budget-mm2", type=float, default=None, help="area budget; chips between 0.3 x budget and the "

@@ -22,6 +22,7 @@ from phaze.workload.ops import Gemm, LayerGraph, VectorOp
 
 TRACED_KEY = "phaze_traced_model"  # marks a JSON file written by `import-model --torch ... -o`
 FORMAT_VERSION = 1
+ROLES = ("weight_gemm", "act_gemm", "vector")  # the autodiff roles a traced forward uses
 
 
 @dataclass(frozen=True)
@@ -196,11 +197,14 @@ def traced_from_dict(data: dict, source: str) -> TracedModel:
         out = TracedModel(str(data["name"]), str(data["source"]), int(data["microbatch_size"]),
                           int(data["seq_len"]), int(data["num_layers"]), layers["embedding"], layers["block"],
                           layers["head"], int(data["total_params"]), int(data["boundary_bytes"]))
-        for lay in layers.values():
-            ForwardBuilder(list(lay.nodes)).graph("check")  # indices are ints; deps must point backwards
-            if any(d >= i for i, n in enumerate(lay.nodes) for d in n.deps):
+        for lay in layers.values():  # deps and gradient targets point backwards; roles are autodiff's
+            if any(not 0 <= d < i for i, n in enumerate(lay.nodes) for d in n.deps):
                 raise ValueError("an op depends on a later op")
-    except (KeyError, TypeError, ValueError) as exc:
+            if any(p is not None and not 0 <= p < i for i, n in enumerate(lay.nodes) for _, p in n.grad_to):
+                raise ValueError("a gradient goes to a later op")
+            if any(n.role not in ROLES for n in lay.nodes):
+                raise ValueError(f"roles must be one of {', '.join(ROLES)}")
+    except (KeyError, TypeError, ValueError, AttributeError, ConfigError) as exc:
         raise ConfigError(f"{source}: not a valid traced model ({type(exc).__name__}: {exc}); re-import it") from None
     return out
 

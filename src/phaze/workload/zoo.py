@@ -163,8 +163,9 @@ def list_models() -> list[ModelConfig]:
 
 def get_model(name_or_path: str | Path | ModelConfig) -> ModelConfig:
     """A zoo model by name (case-insensitive), a model read from a .yaml/.yml/.json file, or
-    ``hf:PATH``: a Hugging Face config.json, or ``torch:MODULE:FACTORY``: a PyTorch module traced at
-    microbatch 1 and sequence 128 (other shapes: ``import-model --torch ... --mbs --seq -o FILE.json``)."""
+    ``hf:PATH``: a Hugging Face config.json, or ``torch:MODULE:FACTORY``: a PyTorch module traced (a
+    transformers model at microbatch 1 and sequence 128, else at its example inputs' shapes; other shapes:
+    ``import-model --torch ... --mbs --seq -o FILE.json``)."""
     if isinstance(name_or_path, (ModelConfig, TracedModel)):
         return name_or_path
     key = str(name_or_path)
