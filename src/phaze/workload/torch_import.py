@@ -14,7 +14,6 @@ kind the result also carries a ``TracedModel`` that plan/evaluate/search take li
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 from collections import defaultdict

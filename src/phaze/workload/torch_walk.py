@@ -23,7 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from phaze.workload.autodiff import Node
-from phaze.workload.ops import Gemm, Op, VectorOp
+from phaze.workload.ops import Gemm
 from phaze.workload.traced import SavedTensor
 from phaze.workload.vector_kinds import vector_op
 
@@ -264,5 +264,5 @@ def unmapped_flops(node) -> float:
     return float(math.prod(out)) if out else 0.0
 
 
-__all__ = ["Walk", "Walker", "VectorOp", "Op", "aten_name", "shape_of", "unmapped_flops", "GEMM_OPS", "VECTOR_OPS",
+__all__ = ["Walk", "Walker", "aten_name", "shape_of", "unmapped_flops", "GEMM_OPS", "VECTOR_OPS",
            "LAYOUT_OPS", "BYTES_PER_ELEMENT"]
