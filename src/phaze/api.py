@@ -27,7 +27,7 @@ def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
 
 def make_setting(model: ModelConfig, mbs: int = 1, seq: int | None = None, tp: int = 1,
                  sequence_parallel: bool = False, recompute: str = "none") -> TrainSetting:
-    check_positive(mbs=mbs, seq=seq, tp=tp)
+    check_ranges(mbs=mbs, seq=seq, tp=tp)
     setting = TrainSetting(microbatch_size=mbs, seq_len=seq if seq is not None else model.seq_len, tp=tp,
                            sequence_parallel=sequence_parallel, recompute=recompute)
     setting.check_model(model)
@@ -91,7 +91,7 @@ def import_model(config: str | None = None, output: str | None = None, torch_fac
 
     if sum(x is not None for x in (config, torch_factory, model)) != 1:
         raise ConfigError("import-model takes a config.json or --torch MODULE:FACTORY (exactly one)")
-    check_positive(mbs=mbs, seq=seq)
+    check_ranges(mbs=mbs, seq=seq)
     if torch_factory is not None:
         from phaze.workload.torch_import import import_torch_module
         res = import_torch_module(torch_factory, mbs, seq or 128)
@@ -140,7 +140,7 @@ def check_torch(model: str | ModelConfig, mbs: int = 1, seq: int | None = None):
     counts of the same network built in transformers (needs the [torch] extra)."""
     from phaze.workload.torch_check import check_against_torch
 
-    check_positive(mbs=mbs, seq=seq)
+    check_ranges(mbs=mbs, seq=seq)
     m = resolve_model(model)
     if not isinstance(m, ModelConfig):
         raise ConfigError(f"{m.name} is a traced PyTorch module: --check-torch compares a model description with "
@@ -210,10 +210,11 @@ def default_cluster(acc: Accelerator) -> str:
     return {"a100-80g": "dgx-a100", "h100-80g": "dgx-h100"}.get(acc.name, "flat-4gib")
 
 
-def check_positive(**values: float) -> None:
-    for name, v in values.items():
-        if v is not None and v <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {v}")
+def check_ranges(**values) -> None:
+    """Each value (or each item of a list) within its ``phaze.limits.RANGES`` bounds; the error names the flag."""
+    from phaze.limits import check_all
+
+    check_all(**values)
 
 
 @dataclass(frozen=True)
@@ -238,7 +239,7 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
     from phaze.schedule import build_problem, solve, validate
     from phaze.workload.graphs import layer_graph
 
-    check_positive(time_limit=time_limit_s)
+    check_ranges(time_limit=time_limit_s)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
     for kind in layers or ():
@@ -285,7 +286,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips."""
     from phaze.placement import optimize
 
-    check_positive(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k)
+    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     kw = {}
     if microbatch_sizes:
@@ -317,7 +318,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
         else:
             recompute = modes
 
-    check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
+    check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                    interleave=interleave, seq=seq_len)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     if tp * pp * dp > devices:
@@ -342,6 +343,7 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     from phaze.errors import InfeasibleError
     from phaze.hardware.space import enumerate_space
 
+    check_ranges(budget_mm2=budget_mm2, devices=devices, global_batch=global_batch)
     ds = resolve_space(space, budget_mm2)
     get_cluster(cluster, devices)  # an unknown cluster fails here, before any work
     cands = enumerate_space(ds)
@@ -349,10 +351,13 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
         raise InfeasibleError(f"the design space has no chip with {ds.min_fraction:g} x budget <= area <= budget "
                               f"({ds.min_fraction * cands.budget_mm2:.2f} to {cands.budget_mm2:.2f} mm^2); "
                               f"raise --budget-mm2 (see `phaze arch`)")
-    return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
+    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
                       cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+    for m in spec.models:
+        spec.settings(m)  # a model with no valid (microbatch, tp) fails here, before any work
+    return spec
 
 
 def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
@@ -365,6 +370,7 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
     it is the front among the exactly evaluated candidates."""
     from phaze.search import run_search
 
+    check_ranges(workers=workers)
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
                        recompute_modes, cluster, pareto)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
@@ -376,6 +382,7 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
     (a multi-model search's model name) that model's own ranking."""
     from phaze.search import Store
 
+    check_ranges(top=top)
     s = Store.open_existing(store)
     try:
         if model is None:

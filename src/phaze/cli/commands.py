@@ -129,7 +129,7 @@ def cmd_arch(args) -> int:
 
 
 def cmd_estimate(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp)
     e = api.estimate(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
                      args.recompute, args.cluster)
     ops = table(f"{e.model} on {e.accelerator.name}: per-op latency", ["layer", "dir", "op", "unit", "FLOPs", "bytes",
@@ -144,7 +144,7 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
     if args.gantt:
         from phaze.report.gantt import check_gantt_path
         check_gantt_path(args.gantt)

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml, check_fields, dataclass_schema
+from phaze.fileio import read_data_file
+from phaze.limits import RANGES, check
+from phaze.filefields import check_fields, dataclass_schema
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster, NetworkTier
 
@@ -92,21 +94,17 @@ def load_accelerator_file(path: str) -> Accelerator:
     import dataclasses
     from pathlib import Path
 
-    import yaml
-
     p = Path(path)
-    try:
-        data = load_yaml(p.read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read accelerator file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
+    data = read_data_file(p, "accelerator file")
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
     schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s",))
     required = tuple(f.name for f in dataclasses.fields(Accelerator)
                      if f.default is dataclasses.MISSING and f.name != "name")
     data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
+    for k, v in data.items():
+        if k in RANGES:
+            check(k, v, f"accelerator file {path}: field '{k}'")
     data.setdefault("name", p.stem)
     try:
         return Accelerator(**data)

@@ -31,7 +31,9 @@ def check_output_path(path: str, option: str = "--html") -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise ConfigError(f"{option} {path}: directory {parent} does not exist; create it or pick another path")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    from phaze.report.plots import writable_dir
+
+    if not writable_dir(parent) or (p.exists() and not os.access(p, os.W_OK)):
         raise ConfigError(f"{option} {path}: not writable; pick a writable path")
     return p
 

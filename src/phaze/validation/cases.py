@@ -211,12 +211,8 @@ def load_cases(path: str | Path | None = None) -> Cases:
     if path is None:
         text = resources.files("phaze.validation").joinpath("data", DEFAULT_FILE).read_text(encoding="utf-8")
         return cases_from_mapping(json.loads(text), f"phaze:validation/data/{DEFAULT_FILE}")
+    from phaze.fileio import read_data_file
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: cases file does not exist; check the path")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{p}: not valid JSON ({first}); fix the syntax") from None
+    data = read_data_file(p, "cases file", fmt="json")
     return cases_from_mapping(data, str(p))

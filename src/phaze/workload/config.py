@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phaze.errors import ConfigError
+from phaze.limits import check
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -77,6 +78,10 @@ class ModelConfig:
             raise ConfigError(f"model {self.name!r}: field 'extra_positions' must be >= 0, got {self.extra_positions!r}")
         if not 0 < self.rotary_fraction <= 1:
             raise ConfigError(f"model {self.name!r}: field 'rotary_fraction' must be in (0, 1], got {self.rotary_fraction!r}")
+        for field in ("num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "max_tp", "vocab_pad_multiple",
+                      "kv_heads", "embed_proj_dim", "head_dim_override", "sliding_window", "extra_positions"):
+            if getattr(self, field) is not None:
+                check(field, getattr(self, field), f"model {self.name!r}: field '{field}'")
         if self.shared_norm and not self.parallel_block:
             raise ConfigError(f"model {self.name!r}: shared_norm needs parallel_block: true (a sequential block "
                               f"has two norms)")
