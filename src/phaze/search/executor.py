@@ -23,6 +23,11 @@ class InlineExecutor(cf.Executor):
         return fut
 
 
+def _call(fn, args, kwargs):
+    """Run ``fn(*args, **kwargs)`` (a Ray task; builtins and bound methods included)."""
+    return fn(*args, **kwargs)
+
+
 class RayExecutor(cf.Executor):
     """Submits tasks as Ray remote functions; ``address=None`` starts a local Ray instance."""
 
@@ -35,13 +40,13 @@ class RayExecutor(cf.Executor):
         if not ray.is_initialized():
             ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
                      log_to_driver=False)
-        self._remote = {}
+        self._call = None
 
     def submit(self, fn, /, *args, **kwargs) -> cf.Future:
-        remote = self._remote.get(fn)
-        if remote is None:
-            remote = self._remote[fn] = self._ray.remote(fn)
-        return remote.remote(*args, **kwargs).future()
+        if self._call is None:
+            # one remote trampoline: Ray decorates Python functions only, and fn travels by reference
+            self._call = self._ray.remote(_call)
+        return self._call.remote(fn, args, kwargs).future()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         pass  # the Ray instance outlives one search (a local one ends with the process)

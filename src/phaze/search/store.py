@@ -68,9 +68,7 @@ class Lease:
     def alive(self) -> bool:
         if self.host != socket.gethostname():
             return time.time() - self.heartbeat < LEASE_STALE_S
-        if self.pid == os.getpid():
-            return False  # this process left it (a Store not closed); it is ours to take
-        return _pid_alive(self.pid)
+        return self.pid == os.getpid() or _pid_alive(self.pid)  # this process: another Store still open
 
     def describe(self) -> str:
         started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
