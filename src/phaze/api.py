@@ -9,10 +9,7 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import ModelConfig, TrainSetting
-
-LAYER_KINDS = ("embedding", "block", "head")
-DIRECTIONS = ("fwd", "bwd")
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -177,14 +174,13 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
              cluster: str | None = None) -> Estimate:
     """Per-op latency on one core and on all cores of its kind, and per-layer sequential totals."""
     from phaze.cost import op_latency_s
-    from phaze.hardware.presets import get_cluster
     from phaze.workload.graphs import layer_graph
     from phaze.workload.ops import Collective, Gemm, op_resource
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
-    tier = get_cluster(cluster or default_cluster(acc), max(8, tp)).tier_for_group(tp)
-    arch = acc.as_arrays()
+    tier = _tp_tier(cluster, acc, tp)
+    arrays = acc.as_arrays()
     rows, totals = [], {}
     for kind in LAYER_KINDS:
         for direction in DIRECTIONS:
@@ -193,16 +189,29 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
             for op in g.ops:
                 res = op_resource(op)
                 if isinstance(op, Collective):
-                    one = all_ = float(op_latency_s(op, arch, 1, tier)[0])
+                    one = all_ = float(op_latency_s(op, arrays, 1, tier)[0])
                 else:
                     n = acc.num_tc if isinstance(op, Gemm) else acc.num_vc
-                    one = float(op_latency_s(op, arch, 1)[0])
-                    all_ = float(op_latency_s(op, arch, n)[0])
+                    one = float(op_latency_s(op, arrays, 1)[0])
+                    all_ = float(op_latency_s(op, arrays, n)[0])
                 total += all_
                 rows.append(OpEstimate(kind, direction, op.name, res, float(op.flops),
                                        float(getattr(op, "bytes_moved", getattr(op, "bytes", 0))), one, all_))
             totals[(kind, direction)] = total
     return Estimate(m.name, acc, setting, tuple(rows), totals)
+
+
+# estimate and schedule cost one chip's tensor-parallel collectives on a cluster of this many devices (or tp,
+# if larger): one DGX node of 8 GPUs, so a group of up to 8 sits on the node's NVLink tier exactly as it
+# would inside any larger dgx-a100/dgx-h100 cluster.
+TP_CLUSTER_MIN_DEVICES = 8
+
+
+def _tp_tier(cluster: str | None, acc: Accelerator, tp: int):
+    """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates)."""
+    from phaze.hardware.presets import get_cluster
+
+    return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp)
 
 
 def default_cluster(acc: Accelerator) -> str:
@@ -235,8 +244,8 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
                     layers: tuple[str, ...] | None = None, time_limit_s: float = 5.0,
                     cluster: str | None = None) -> list[LayerSchedule]:
     """The optimal (or bounded) schedule of each layer kind, forward and backward, on one chip."""
-    from phaze.hardware.presets import get_cluster
-    from phaze.schedule import build_problem, solve, validate
+    from phaze.schedule import build_problem, solve
+    from phaze.schedule import validate as check_schedule
     from phaze.workload.graphs import layer_graph
 
     check_ranges(time_limit=time_limit_s)
@@ -245,18 +254,15 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
     for kind in layers or ():
         if kind not in LAYER_KINDS:
             raise ConfigError(f"unknown layer kind {kind!r}; choose from {', '.join(LAYER_KINDS)}")
-    tier = get_cluster(cluster or default_cluster(acc), max(8, tp)).tier_for_group(tp)
+    tier = _tp_tier(cluster, acc, tp)
     out = []
     for kind in layers or LAYER_KINDS:
         for direction in DIRECTIONS:
             problem = build_problem(layer_graph(m, setting, kind, direction), acc, tier)
             sched = solve(problem, time_limit_s=time_limit_s)
-            validate(problem, sched)
+            check_schedule(problem, sched)
             caps = {"tc": acc.num_tc, "vc": acc.num_vc, "net": 1}
-            busy = {k: 0.0 for k in caps}
-            for op in sched.ops:
-                busy[op.kind] += (op.end_s - op.start_s) * len(op.cores)
-            util = {k: busy[k] / (caps[k] * sched.makespan_s) if sched.makespan_s > 0 else 0.0 for k in caps}
+            util = {k: sched.core_utilization(k, cap) for k, cap in caps.items()}
             out.append(LayerSchedule(kind, direction, sched.makespan_s, sched.lower_bound_s, sched.status, sched.gap,
                                      sched.solve_time_s, util, sched.ops))
     return out
@@ -397,7 +403,8 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
         s.close()
 
 
-# Reports and settings (HTML, assumption rows): in phaze.api_report, re-exported here so `phaze.api` stays the
-# one surface the CLI calls.
+# Listings (zoo, presets and space, validation, model files) and reports and settings (HTML, assumption rows):
+# in phaze.api_info and phaze.api_report, re-exported here so `phaze.api` stays the one surface the CLI calls.
+from phaze.api_info import ZooEntry, arch, model_file_text, models, validate  # noqa: E402
 from phaze.api_report import (check_html_path, exact_rows, load_reproduce_rows, load_search, plan_report,  # noqa: E402
                               plan_setting, report, search_report, search_setting)

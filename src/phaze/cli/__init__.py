@@ -59,6 +59,7 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from phaze import api
     from phaze.cli import commands as c
 
     ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
@@ -106,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schedule", help="optimal per-layer operator schedules on tensor and vector cores")
     _chip_args(p)
-    p.add_argument("--layer", choices=("embedding", "block", "head"), action="append", default=None,
+    p.add_argument("--layer", choices=api.LAYER_KINDS, action="append", default=None,
                    help="layer kind(s) to schedule, repeatable (default: all three)")
     p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer in seconds; a node "
                    "and work budget derived from it ends the search (default: 5.0)")

@@ -45,7 +45,3 @@ class Cluster:
             if span <= tier.devices_per_group:
                 return tier
         return self.tiers[-1]
-
-    def with_devices(self, num_devices: int) -> "Cluster":
-        from dataclasses import replace
-        return replace(self, num_devices=num_devices)

@@ -18,9 +18,8 @@ from phaze.limits import RANGES, check
 from phaze.filefields import check_fields, dataclass_schema
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster, NetworkTier
+from phaze.units import GiB, MiB
 
-MiB = 2**20
-GiB = 2**30
 
 # ---- tpuv4-like: the paper's template chip, which also sets the area budget (phaze-paper.md) -------------
 # 8 tensor cores of 128x128, 2 vector cores of 128 lanes, 128 MiB GLB, ~1 GHz (reference constants).
@@ -123,7 +122,6 @@ def load_accelerator_file(path: str) -> Accelerator:
 # ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
 NVLINK3_EFFICIENCY = 230e9 / 300e9
 NVLINK4_EFFICIENCY = 360e9 / 450e9
-NVLINK_EFFICIENCY = NVLINK3_EFFICIENCY  # kept for importers of the old name
 INFINIBAND_EFFICIENCY = 0.90
 # Per-step latency of a ring step: a few us inside an NVSwitch node, ~5 us across InfiniBand
 # (NCCL's own tuning model uses microsecond-scale base latencies of this order).

@@ -19,8 +19,8 @@ from phaze.limits import MAX_SPACE_POINTS, check
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.area import AreaModel, read_mapping, default_area_model
 from phaze.hardware.presets import TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE
+from phaze.units import MiB
 
-MiB = 2**20
 
 
 def pow2_range(lo: int, hi: int) -> tuple[int, ...]:

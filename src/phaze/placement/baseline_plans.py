@@ -9,6 +9,7 @@ A baseline that cannot be built or does not fit is returned with ``fits == False
 """
 from __future__ import annotations
 
+from phaze.errors import PhazeError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement.evaluation import evaluate
@@ -26,8 +27,9 @@ PAPER_PLANS: dict[str, tuple[int, int, int]] = {
 def _try(name: str, fn) -> BaselineResult:
     try:
         return fn()
-    except Exception as e:  # a baseline must never abort the search (the reference's defect)
-        return BaselineResult(name, None, None, f"{type(e).__name__}: {e}")
+    except PhazeError as e:  # a baseline the setting cannot build (e.g. its tp or pp does not fit the model) is
+        # a reason, never an aborted search (the reference's defect); any other exception is our bug and raises
+        return BaselineResult(name, None, None, str(e))
 
 
 def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, microbatch_sizes,
@@ -109,6 +111,3 @@ def evaluate_baselines(model: ModelConfig, accelerator: Accelerator, cluster: Cl
            _try("megatron", lambda: megatron_baseline(model, accelerator, cluster, global_batch, devices=devices,
                                                       **kw))]
     return tuple(out)
-
-
-baselines = evaluate_baselines

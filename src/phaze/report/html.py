@@ -18,8 +18,8 @@ from phaze.report.details import PlanDetail, iteration_parts, plan_detail, searc
 from phaze.report.html_figures import pareto_chart, plan_figures, schedule_figures, si_s
 from phaze.report.html_page import Section, kv_table, note, page, pct, table, times
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, hbars
+from phaze.units import MiB
 
-MiB = 2**20
 _OUTCOME_KNOWN = {"model", "throughput_seq_per_s", "iteration_time_s", "mfu", "plan", "plan_json"}
 
 

@@ -16,7 +16,8 @@ from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chip
 from phaze.search.executor import abort, make_executor
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.spec import SearchSpec
+from phaze.units import GiB
 from phaze.search.store import Store
 
 

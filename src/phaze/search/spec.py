@@ -15,7 +15,6 @@ from phaze.limits import check_all
 from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class SearchSpec:
 
     def fingerprint(self) -> dict:
         """Plain, canonical description used to check that --resume continues the same run."""
-        from phaze.report.jsonable import to_jsonable
+        from phaze.jsonable import to_jsonable
         from phaze.workload.config import VARIANT_DEFAULTS
 
         def model(m) -> dict:  # template-valued variant fields left out: stores from before them still resume

@@ -21,8 +21,8 @@ from phaze.placement.plan import Plan
 from phaze.progress import Progress
 from phaze.validation.cases import MODES, Cases, MemoryCase, TimeCase, load_cases
 from phaze.workload.config import ModelConfig
+from phaze.units import GiB
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)

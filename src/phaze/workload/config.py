@@ -9,6 +9,10 @@ from phaze.limits import check
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+# The layer sequence every model is cut into (embedding, num_layers blocks, head), and the two passes of each:
+# defined here once for every stage.
+LAYER_KINDS: tuple[str, ...] = ("embedding", "block", "head")
+DIRECTIONS: tuple[str, ...] = ("fwd", "bwd")
 
 
 @dataclass(frozen=True)
