@@ -38,16 +38,22 @@ def test_failing_paper_baseline_does_not_affect_optimize():
     assert res.best.plan == ref.best.plan
 
 
-def test_raising_baseline_is_reported_not_raised(monkeypatch):
-    def boom(*a, **k):
+def test_a_baseline_the_setting_cannot_build_is_a_reason_and_a_bug_raises(monkeypatch):
+    def cannot(*a, **k):
+        raise InfeasibleError("the paper's plan cannot be built here")
+
+    def bug(*a, **k):
         raise RuntimeError("baseline exploded")
     baselines_mod = importlib.import_module("phaze.placement.baseline_plans")
-    monkeypatch.setattr(baselines_mod, "paper_baseline", boom)
     model = get_model("megatron-gpt2-2.5b")
+    monkeypatch.setattr(baselines_mod, "paper_baseline", cannot)
     res = optimize(model, A100, get_cluster("dgx-a100", 32), 256, microbatch_sizes=(1, 2))
     paper = next(b for b in res.baselines if b.name == "paper")
-    assert not paper.fits and "exploded" in paper.reason
+    assert not paper.fits and "cannot be built" in paper.reason
     assert res.best.fits
+    monkeypatch.setattr(baselines_mod, "paper_baseline", bug)  # our own bug is not turned into a reason
+    with pytest.raises(RuntimeError, match="exploded"):
+        optimize(model, A100, get_cluster("dgx-a100", 32), 256, microbatch_sizes=(1, 2))
 
 
 def test_model_that_fits_nowhere_is_one_line_infeasible():
