@@ -310,3 +310,23 @@ def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
         p.stderr.close()
         assert p.wait(timeout=60) == 141
         assert err == b"", err
+
+
+REPRODUCE_CASES = [
+    ("spotlight-seed-huge", ("search", "--model", "gpt2-xl", "--baseline", "spotlight", "--seed", HUGE), "--seed"),
+    ("spotlight-seed-2^32", ("search", "--model", "gpt2-xl", "--baseline", "spotlight", "--seed", str(2**32)),
+     "--seed"),
+    ("spotlight-samples-zero", ("search", "--model", "gpt2-xl", "--baseline", "spotlight", "--samples", "0"),
+     "--samples"),
+    ("reproduce-samples-huge", ("reproduce", "--models", "gpt2-xl", "--samples", HUGE), "--samples"),
+    ("reproduce-workers-zero", ("reproduce", "--models", "gpt2-xl", "--workers", "0"), "--workers"),
+    ("reproduce-unknown-model", ("reproduce", "--models", "gpt9"), "gpt9"),
+    ("reproduce-resume-junk", ("reproduce", "--models", "gpt2-xl", "--resume", "--store", "{in}/junk.db"), "store"),
+]
+
+
+@pytest.mark.parametrize("case, argv, expected", REPRODUCE_CASES, ids=[c[0] for c in REPRODUCE_CASES])
+def test_reproduce_and_spotlight_bad_input(case, argv, expected, inputs, tmp_path, monkeypatch, capsys, cli,
+                                          no_hang):
+    test_bad_input_is_one_line_exit_2_and_writes_nothing(case, argv, expected, inputs, tmp_path, monkeypatch,
+                                                         capsys, cli, no_hang)

@@ -14,7 +14,8 @@ SHARED = {"errors", "filefields", "fileio", "limits", "units", "jsonable", "prog
 # the API call behind each subcommand
 API_OF = {"models": "models", "show-model": "show_model", "import-model": "import_model", "arch": "arch",
           "estimate": "estimate", "schedule": "schedule_layers", "plan": "plan", "evaluate": "evaluate_plan",
-          "search": "search", "results": "results", "report": "report", "validate": "validate", "demo": "search"}
+          "search": "search", "results": "results", "report": "report", "validate": "validate", "demo": "search",
+          "reproduce": "reproduce"}
 
 
 def _phaze_imports(path: Path) -> set[str]:

@@ -46,6 +46,8 @@ RANGES: dict[str, Range] = {
     "interleave": Range(1, _K, "virtual stages per device are at most the layers per device"),
     "top": Range(1, 100_000, "rows to print"),
     "workers": Range(1, _K, "worker processes on one machine"),
+    "seed": Range(0, 2**32 - 1, "the Gaussian process (scikit-learn) seeds numpy's RandomState, which takes 32 bits"),
+    "samples": Range(1, 100_000, "chips a Spotlight-style search evaluates (Spotlight's own: 100)"),
     "time_limit": Range(0, 86_400.0, "one day per layer schedule", integer=False, lo_open=True),
     "hbm_gib": Range(1, 64 * _K, "2^16 GiB = 64 TiB per chip; the largest HBM today is 288 GB (AMD MI355X)"),
     "budget_mm2": Range(0, 70_686.0, "the area of a whole 300 mm wafer (pi x 150^2 mm^2); the largest chip "

@@ -114,8 +114,9 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0) -> SearchResult:
-    """Search ``spec``; every finished chip is committed to ``store_path`` as it completes."""
+               schedule_time_limit_s: float = 1.0, namespace: str = "") -> SearchResult:
+    """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
+    ``namespace`` when the file holds several searches, see ``Store.open``)."""
     t0 = time.perf_counter()
     cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
     cands = enumerate_space(spec.space)
@@ -125,7 +126,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         spec.settings(m)
     executor = make_executor(backend, workers, address)  # a missing Ray fails here, before the store exists
     try:
-        store = Store.open(store_path, spec.fingerprint(), resume)
+        store = Store.open(store_path, spec.fingerprint(), resume, namespace)
     except BaseException:
         abort(executor)
         raise

@@ -126,13 +126,14 @@ def _check_phaze_store(path: str) -> None:
         con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=30)
         try:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-            spec = con.execute("SELECT value FROM meta WHERE key='spec'").fetchone() if "meta" in tables else None
+            spec = con.execute("SELECT value FROM meta WHERE key='spec' OR key LIKE '%/spec' LIMIT 1").fetchone() \
+                if "meta" in tables else None
         finally:
             con.close()
     except sqlite3.DatabaseError as err:
         raise StoreError(f"{path} is not a phaze search store ({err}); pass a store written by `phaze search`, or "
                          f"another --store") from None
-    ok = spec is not None and "results" in tables
+    ok = spec is not None and any(t.startswith("results") for t in tables)
     if ok:
         try:
             ok = isinstance(json.loads(spec[0]), dict)
@@ -143,6 +144,17 @@ def _check_phaze_store(path: str) -> None:
                          f"store written by `phaze search`, or another --store")
 
 
+def _namespaced(namespace: str) -> tuple[str, str]:
+    """(results table, meta key prefix) of a namespace; "" keeps the plain names."""
+    if not namespace:
+        return "results", ""
+    import hashlib
+    import re
+
+    tag = re.sub(r"\W", "_", namespace)[:40] + "_" + hashlib.sha256(namespace.encode()).hexdigest()[:8]
+    return f"results_{tag}", f"{namespace}/"
+
+
 def _diff(a: dict, b: dict) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
@@ -151,44 +163,51 @@ class Store:
     """One search run in one SQLite file. ``open`` refuses a store of another run (naming the parameters
     that differ) and an existing store without ``resume``: nothing stored is ever overwritten."""
 
-    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results", lease: bool = False) -> None:
-        self.con, self.path, self.table, self.lease = con, path, table, lease
+    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results", meta_prefix: str = "",
+                 lease: bool = False) -> None:
+        self.con, self.path, self.table, self.meta_prefix, self.lease = con, path, table, meta_prefix, lease
 
     def scoped(self, model_index: int, create: bool = True) -> "Store":
         """The same file's results of one model searched alone (table ``results_model<k>``; the joint
         results of a multi-model search stay in ``results``). Shares the connection: close the parent.
         ``create=False`` (reading): a search that has not reached that model yet raises StoreError."""
-        table = f"results_model{int(model_index)}"
+        table = f"{self.table}_model{int(model_index)}"
         if create:
             with self.con:
                 self.con.executescript(_TABLE.format(table=table))
         elif self.con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is None:
             raise StoreError(f"store {self.path} has no per-model results for model {model_index} yet; "
                              f"finish the search with --resume")
-        return Store(self.con, self.path, table)
+        return Store(self.con, self.path, table, self.meta_prefix)
 
     @classmethod
-    def open(cls, path: str | Path, fingerprint: dict, resume: bool) -> "Store":
-        """Open a store to write a search into, taking its lease (one writer at a time; see ``Lease``)."""
+    def open(cls, path: str | Path, fingerprint: dict, resume: bool, namespace: str = "") -> "Store":
+        """Open a store to write a search into, taking its lease (one writer at a time; see ``Lease``).
+        ``namespace``: one of several searches kept in one file (``phaze reproduce``: one per model), with
+        its own results table and meta keys; "" is the file's only search."""
         path = str(path)
         exists = Path(path).exists() and Path(path).stat().st_size > 0
-        if exists and not resume:
+        if exists and not resume and not namespace:
             raise StoreError(f"store {path} already exists; continue it with --resume or choose another --store")
         if exists:
             _check_phaze_store(path)
+        table, prefix = _namespaced(namespace)
         try:
             con = sqlite3.connect(path, timeout=30, isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(_SCHEMA)
+            con.executescript(_SCHEMA + _TABLE.format(table=table))
             con.execute("BEGIN IMMEDIATE")  # the lease and the parameters are read and written under one lock
             try:
                 holder = Lease.read(con)
                 if holder is not None and holder.alive():
                     raise StoreError(f"store {path} is being written by {holder.describe()}; wait for it to end, or "
                                      f"use another --store")
-                row = con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+                row = con.execute("SELECT value FROM meta WHERE key=?", (prefix + "spec",)).fetchone()
+                if row is not None and namespace and not resume:
+                    raise StoreError(f"store {path} already holds the search {namespace!r}; continue it with --resume "
+                                     f"or choose another --store")
                 if row is None:
-                    con.execute("INSERT INTO meta VALUES ('spec', ?)", (json.dumps(fingerprint, sort_keys=True),))
+                    con.execute("INSERT INTO meta VALUES (?, ?)", (prefix + "spec", json.dumps(fingerprint, sort_keys=True)))
                 else:
                     stored = json.loads(row[0])
                     if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
@@ -204,7 +223,7 @@ class Store:
         except sqlite3.DatabaseError as err:
             raise StoreError(f"cannot read store {path}: {err}; pass another --store") from None
         con.isolation_level = ""  # back to Python's default: `with con:` is one transaction
-        return cls(con, path, lease=True)
+        return cls(con, path, table, prefix, lease=True)
 
     @classmethod
     def open_existing(cls, path: str | Path) -> "Store":
@@ -221,16 +240,17 @@ class Store:
         return cls(con, str(path))
 
     def fingerprint(self) -> dict:
-        row = self.con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        row = self.con.execute("SELECT value FROM meta WHERE key=?", (self.meta_prefix + "spec",)).fetchone()
         return json.loads(row[0]) if row else {}
 
     def get_meta(self, key: str):
-        row = self.con.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self.con.execute("SELECT value FROM meta WHERE key=?", (self.meta_prefix + key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def put_meta(self, key: str, value) -> None:
         with self.con:
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True)))
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             (self.meta_prefix + key, json.dumps(value, sort_keys=True)))
 
     def add(self, results: list[ChipResult], chip_fields: dict[int, dict]) -> None:
         """Store one chip's results in one transaction (all or nothing)."""
