@@ -120,3 +120,50 @@ def test_plan_carries_its_features_in_json():
     assert Plan(**{k: e.plan.__dict__[k] for k in e.plan.__dataclass_fields__}) == e.plan
     again = evaluate(e.plan, GPT, H100, get_cluster("dgx-h100", 128), 64, memory_reserve_bytes=3 * 2**30)
     assert again.iteration_time_s == e.iteration_time_s
+
+
+def test_cluster_file_reproduces_the_preset_and_pins_collectives(tmp_path):
+    from phaze.hardware.cluster import load_cluster_file
+    from pathlib import Path
+    example = Path(__file__).parents[2] / "docs" / "examples" / "dgx-h100-cluster.yaml"
+    plain = tmp_path / "plain.yaml"  # the example without its collectives pin
+    plain.write_text("".join(x for x in example.read_text().splitlines(True)
+                             if not x.startswith(("collectives:", "  pp:"))))
+    kw = dict(model="gpt3-175b", accelerator="h100-80g", devices=128, global_batch=64, tp=8, pp=8, dp=2, mbs=1,
+              sequence_parallel=True)
+    preset = api.evaluate_plan(**kw)
+    mine = api.evaluate_plan(**kw, cluster=str(plain))
+    assert mine.iteration_time_s == pytest.approx(preset.iteration_time_s, rel=1e-12)
+    pinned = api.evaluate_plan(**kw, cluster=str(example))  # pp pinned to infiniband: same here (stride 16)
+    assert pinned.iteration_time_s == pytest.approx(preset.iteration_time_s, rel=1e-12)
+    c = load_cluster_file(str(example), 16)
+    assert c.tier_for_group(2, 4, "pp").name == "infiniband" and c.tier_for_group(2, 4, "dp").name == "nvlink"
+    obj = api.evaluate_plan(**kw, cluster=load_cluster_file(str(plain), 2048))  # a Cluster object
+    assert obj.iteration_time_s == pytest.approx(preset.iteration_time_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("tiers: []", "non-empty"),
+    ("tiers:\n  - {name: a, bandwidth_Bps: 1e9}", "latency_s"),
+    ("tiers:\n  - {name: a, devices_per_group: 8, bandwidth_Bps: 1e9, latency_s: 0}\n"
+     "  - {name: b, devices_per_group: 4, bandwidth_Bps: 1e9, latency_s: 0}", "fastest"),
+    ("tiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0}\ncollectives: {tp: z}", "'z'"),
+    ("tiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0, efficiency: 2}", "efficiency"),
+    ("devices: 8\ntiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0}", "has 8"),
+])
+def test_bad_cluster_file_is_one_line(tmp_path, text, needle):
+    from phaze.errors import PhazeError
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    with pytest.raises(PhazeError) as e:
+        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, 8, 8, 1, 1, cluster=str(p))
+    assert needle in str(e.value) and "\n" not in str(e.value)
+
+
+def test_arch_chip_json_round_trips_as_a_chip_file(tmp_path, capsys):
+    from phaze.cli import main
+    from phaze.hardware.presets import get_accelerator
+    assert main(["arch", "--chip", "h100-80g", "--json"]) == 0
+    f = tmp_path / "chip.json"
+    f.write_text(capsys.readouterr().out)
+    assert get_accelerator(str(f)) == H100

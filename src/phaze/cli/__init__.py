@@ -113,6 +113,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-mm2", type=float, default=None,
                    help="area budget; chips between 0.3 x budget and the budget are kept (default: the TPUv4-like "
                         "chip's area, 278.83 mm^2)")
+    p.add_argument("--chip", default=None, metavar="NAME",
+                   help="print one chip (a preset or chip file) in the chip-file format; with --json save it as "
+                        "FILE.json and pass --accelerator FILE.json (default: none)")
     p.set_defaults(func=c.cmd_arch)
 
     p = sub.add_parser("estimate", help="per-op latency table and per-layer totals on one chip")

@@ -95,17 +95,28 @@ def cmd_import_model(args) -> int:
 
 
 def cmd_arch(args) -> int:
+    from dataclasses import asdict
+
     from phaze.hardware.area import area_mm2
-    from phaze.hardware.presets import ACCELERATORS
+    from phaze.hardware.presets import ACCELERATORS, get_accelerator
     from phaze.hardware.space import space_summary
 
+    if args.chip:  # one chip in the chip-file format (docs/chip-file.md): save it, edit it, pass --accelerator
+        acc = get_accelerator(args.chip)
+        chip = asdict(acc)
+        if args.json:
+            print(dumps(chip))
+            return 0
+        return _out(args, chip, table(f"{acc.name} as a chip file (--json prints it to save)", ["field", "value"],
+                                      list(chip.items()), left=True))
     presets = []
     for name, acc in ACCELERATORS.items():
         presets.append({"name": name, "num_tc": acc.num_tc, "tc": f"{acc.tc_rows}x{acc.tc_cols}",
                         "num_vc": acc.num_vc, "vc_width": acc.vc_width, "glb_bytes": acc.glb_bytes,
                         "hbm_bytes": acc.hbm_bytes, "hbm_bandwidth_Bps": acc.hbm_bandwidth_Bps,
                         "area_mm2": float(area_mm2(acc.as_arrays())[0]),
-                        "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops})
+                        "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops,
+                        "chip_file": asdict(acc)})
     summary = space_summary(args.space, args.budget_mm2)
     data = dict(summary, presets=presets)
     t1 = table("accelerator presets (area from the Phaze template's 22 nm model)",
