@@ -116,7 +116,7 @@ def load_accelerator_file(path: str) -> Accelerator:
         raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
-    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s",))
+    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "fp8_matrix_factor"))
     required = tuple(f.name for f in dataclasses.fields(Accelerator)
                      if f.default is dataclasses.MISSING and f.name != "name")
     data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
