@@ -61,6 +61,11 @@ def inputs(tmp_path_factory) -> Path:
     (d / "c_hugeint.yaml").write_text(_yaml(dict(CHIP, num_tc=HUGE)))
     (d / "c_zero.yaml").write_text(_yaml(dict(CHIP, num_tc=0)))
     (d / "c_eff.yaml").write_text(_yaml(dict(CHIP, matrix_efficiency=5)))
+    cluster = ("tiers:\n  - {name: nv, devices_per_group: 8, bandwidth_Bps: 4.5e11, latency_s: 3.0e-6}\n"
+               "  - {name: ib, bandwidth_Bps: 5.0e10, latency_s: 5.0e-6}\n")
+    (d / "k_inf.yaml").write_text(cluster.replace("5.0e10", ".inf"))
+    (d / "k_huge.yaml").write_text(cluster.replace("devices_per_group: 8", f"devices_per_group: {HUGE}"))
+    (d / "k_devices.yaml").write_text(f"devices: {HUGE}\n" + cluster)
     (d / "s_hugeaxis.yaml").write_text("num_tc: {min: 1, max: " + HUGE + "}\n")
     (d / "s_toomany.yaml").write_text(f"num_tc: {list(range(1, 2001))}\n")  # 2000 x 13 x 8 x 8 x 7 = 11.6M chips
     (d / "s_zero.yaml").write_text("num_tc: [0, 1]\n")
@@ -149,6 +154,12 @@ CASES = [
     ("space-axis-huge", ("arch", "--space", "{in}/s_hugeaxis.yaml"), "num_tc"),
     ("space-too-many-points", ("arch", "--space", "{in}/s_toomany.yaml"), "split the space"),
     ("space-budget-nan", ("arch", "--space", "{in}/s_budget.yaml"), "budget_mm2"),
+    ("cluster-bandwidth-inf", (*PLAN, "--cluster", "{in}/k_inf.yaml"), "bandwidth_Bps"),
+    ("cluster-group-huge", (*PLAN, "--cluster", "{in}/k_huge.yaml"), "devices_per_group"),
+    ("cluster-devices-huge", (*PLAN, "--cluster", "{in}/k_devices.yaml"), "devices"),
+    ("cluster-bomb", (*PLAN, "--cluster", "{in}/bomb.yaml"), "aliases"),
+    ("cluster-binary", (*PLAN, "--cluster", "{in}/bin.yaml"), "binary"),
+    ("cluster-deep", (*PLAN, "--cluster", "{in}/deep.yaml"), "nested too deeply"),
     # --- deep nesting and binary files ---
     ("deep-json-model", ("show-model", "{in}/deep.json"), "nested too deeply"),
     ("deep65-json-model", ("show-model", "{in}/deep65.json"), "nested too deeply"),

@@ -24,6 +24,8 @@ def models() -> list[ZooEntry]:
 def arch(space: str = "default", budget_mm2: float | None = None) -> dict:
     """The chip presets (fields, area, peaks) and the design space (``"default"`` or a space file) under
     ``budget_mm2``: each axis's values, the area window and how many chips it keeps."""
+    from dataclasses import asdict
+
     from phaze.api import check_ranges
     from phaze.hardware.area import area_mm2
     from phaze.hardware.presets import ACCELERATORS
@@ -33,14 +35,25 @@ def arch(space: str = "default", budget_mm2: float | None = None) -> dict:
     presets = [{"name": name, "num_tc": acc.num_tc, "tc": f"{acc.tc_rows}x{acc.tc_cols}", "num_vc": acc.num_vc,
                 "vc_width": acc.vc_width, "glb_bytes": acc.glb_bytes, "hbm_bytes": acc.hbm_bytes,
                 "hbm_bandwidth_Bps": acc.hbm_bandwidth_Bps, "area_mm2": float(area_mm2(acc.as_arrays())[0]),
-                "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops}
-               for name, acc in ACCELERATORS.items()]
+                "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops,
+                "chip_file": asdict(acc)} for name, acc in ACCELERATORS.items()]
     return dict(space_summary(space, budget_mm2), presets=presets)
 
 
+def chip_file(accelerator: str) -> tuple[str, dict]:
+    """A preset (or chip file) as (name, the fields of a chip file: docs/chip-file.md), to save and edit."""
+    from dataclasses import asdict
+
+    from phaze.hardware.presets import get_accelerator
+
+    acc = get_accelerator(accelerator)
+    return acc.name, asdict(acc)
+
+
 def validate(cases: str | None = None, quiet: bool = True):
-    """Predicted against published iteration times and memory (default: the shipped Korthikanti et al. 2022
-    cases; or a cases JSON file): a ValidationReport with signed % errors. ``quiet=False``: progress on stderr."""
+    """Predicted against published iteration times and memory (default: the shipped measurements and runs;
+    "held-out": the runs the model is never tuned on; or a cases JSON file): a ValidationReport with signed %
+    errors. ``quiet=False``: progress on stderr."""
     from phaze.progress import Progress
     from phaze.validation import validate as run
 

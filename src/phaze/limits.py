@@ -77,6 +77,8 @@ RANGES: dict[str, Range] = {
     "hbm_bandwidth_Bps": Range(0, 1e15, "1 PB/s; HBM3e chips reach 8e12 B/s", integer=False, lo_open=True),
     "freq_hz": Range(0, 1e11, "100 GHz; chips run at a few GHz", integer=False, lo_open=True),
     "bytes_per_element": Range(1, 16, "16 bytes per element (fp128)"),
+    "link_bandwidth_Bps": Range(0, 1e15, "1 PB/s per device; NVLink 4 is 4.5e11 B/s", integer=False, lo_open=True),
+    "link_latency_s": Range(0, 1.0, "one second per message", integer=False),
     "op_overhead_s": Range(0, 1.0, "one second per operator launch", integer=False),
     "matrix_efficiency": Range(0, 1.0, "a fraction of peak", integer=False, lo_open=True),
     "vector_efficiency": Range(0, 1.0, "a fraction of peak", integer=False, lo_open=True),

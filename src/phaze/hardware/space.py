@@ -141,7 +141,8 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
         hbm_bandwidth_Bps=full(hbm_bandwidth_Bps, np.float64), freq_hz=full(freq_hz, np.float64),
         bytes_per_element=full(bytes_per_element, np.int64),
         matrix_efficiency=full(matrix_efficiency, np.float64), vector_efficiency=full(vector_efficiency, np.float64),
-        memory_efficiency=full(memory_efficiency, np.float64), op_overhead_s=full(op_overhead_s, np.float64))
+        memory_efficiency=full(memory_efficiency, np.float64), op_overhead_s=full(op_overhead_s, np.float64),
+        fp8_matrix_factor=full(0.0, np.float64), attention_efficiency=full(1.0, np.float64))  # template: no FP8, ideal
     return CandidateSet(arch=arch, area_mm2=area[keep], budget_mm2=budget)
 
 

@@ -85,28 +85,36 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
     return time_model
 
 
-def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None) -> float:
-    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped."""
+def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
+                       tp: int = 1) -> float:
+    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped unless
+    ``tp_overlap`` (then each TP all-gather / reduce-scatter hides behind its GEMM, ``phaze.cost.overlap``)."""
     import numpy as np
 
     from phaze.cost import op_latency_s
-    from phaze.workload.ops import Collective, op_resource
-
     from phaze.cost.gpu import gpu_gemm_latency_s
-    from phaze.workload.ops import Gemm
+    from phaze.cost.overlap import overlap_pairs, pipelined_overlap_s
+    from phaze.workload.ops import Collective, Gemm, op_resource
 
     arch = accelerator.as_arrays()
-    total = 0.0
+    lat = []
     for op in graph.ops:
         kind = op_resource(op)
         if isinstance(op, Collective) and op.group_size <= 1:
-            continue
-        if isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
-            total += float(gpu_gemm_latency_s(op, arch)[0])
-            continue
-        cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
-        total += float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
-    return total
+            lat.append(0.0)
+        elif isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
+            lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
+        else:
+            cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
+            lat.append(float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0]))
+    if not tp_overlap or tp <= 1:
+        return float(sum(lat))
+    pairs = overlap_pairs(graph)
+    hidden = {c for cs in pairs.values() for c in cs}
+    total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
+    for g, cs in pairs.items():
+        total += pipelined_overlap_s(lat[g], sum(lat[c] for c in cs), tp)
+    return float(total)
 
 
 def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
@@ -150,7 +158,7 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
         for direction in ("fwd", "bwd"):
             g = layer_graph(model, setting, kind, direction)
             if tm == "sequential":
-                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier)
+                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
@@ -205,10 +213,12 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 
 
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
-                recompute: str, seq_len: int | None = None) -> TrainSetting:
-    s = TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
-                     sequence_parallel=bool(sequence_parallel and tp > 1), recompute=recompute)
-    return s
+                recompute: str, seq_len: int | None = None, *, attention: str = "standard",
+                precision: str = "fp16", tp_overlap: bool = False) -> TrainSetting:
+    sp = bool(sequence_parallel and tp > 1)
+    return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
+                        sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
+                        tp_overlap=bool(tp_overlap and sp))
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",
