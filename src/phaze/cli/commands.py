@@ -217,12 +217,12 @@ def cmd_plan(args) -> int:
     if not args.json:
         print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
                                                                 args.global_batch, args.cluster, args.mbs,
-                                                                args.recompute, args.seq)))
+                                                                args.recompute, args.seq, **_runtime_kw(args))))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
                    args.recompute, args.seq, args.top, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
-                                  args.cluster, args.mbs, args.recompute, args.seq)
+                                  args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
         if not args.quiet:
             print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
