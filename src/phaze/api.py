@@ -343,10 +343,10 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   sequence_parallel: bool = False, zero1: bool = False, cluster=None,
                   seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
-                  memory_reserve_gib: float | None = None):
+                  memory_reserve_gib: float | None = None, cp: int = 1):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, or a sequence with one mode per pipeline stage. Runtime features as in
-    ``plan``."""
+    ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention)."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, evaluate
 
@@ -360,12 +360,15 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
             recompute = modes
 
     check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
-                   interleave=interleave, seq=seq_len)
+                   interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
-    if tp * pp * dp > devices:
-        raise InfeasibleError(f"the plan needs tp*pp*dp = {tp * pp * dp} devices but --devices is {devices}")
+    if cp > 1 and attention != "flash":
+        raise ConfigError("--cp needs --attention flash (ring attention is built on the fused kernel)")
+    if tp * pp * dp * cp > devices:
+        what = "tp*pp*cp*dp" if cp > 1 else "tp*pp*dp"
+        raise InfeasibleError(f"the plan needs {what} = {tp * pp * dp * cp} devices but --devices is {devices}")
     if not m.valid_tp(tp):
         raise ConfigError(f"--tp {tp} is not valid for {m.name}: {m.tp_rule}")
     if global_batch % (mbs * dp):
@@ -376,7 +379,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                           "reduce-scatter pairs of sequence parallelism)")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
-                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap)
+                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 

@@ -158,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
     p.add_argument("--zero1", action="store_true",
                    help="shard optimizer state over data-parallel ranks (default: off)")
+    p.add_argument("--cp", type=int, default=1,
+                   help="context parallelism: each sequence split over N devices, ring attention between them "
+                        "(needs --attention flash; devices = tp x pp x cp x dp) (default: 1)")
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")

@@ -236,7 +236,7 @@ def cmd_plan(args) -> int:
 def cmd_evaluate(args) -> int:
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, args.tp, args.pp, args.dp,
                           args.mbs, args.interleave, args.recompute, args.sequence_parallel, args.zero1,
-                          args.cluster, args.seq, **_runtime_kw(args))
+                          args.cluster, args.seq, cp=args.cp, **_runtime_kw(args))
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
     t2 = table("iteration breakdown", ["part", "time"],
                [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",

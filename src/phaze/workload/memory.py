@@ -100,7 +100,7 @@ def param_count(model: ModelConfig) -> int:
 
 def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> dict[str, int]:
     """Tensors kept for the backward (bytes per microbatch per device) before recompute is applied."""
-    b, s, h, t, e = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, setting.bytes_per_element
+    b, s, h, t, e = setting.microbatch_size, setting.local_seq_len, model.hidden, setting.tp, setting.bytes_per_element
     sl = s // t if setting.sequence_parallel and t > 1 else s  # replicated region, sharded by SP
     drop, width = model.dropout, model.embed_proj_dim or h
     if layer == "embedding":
@@ -170,7 +170,7 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
         kept = total - sum(terms.get(k, 0) for k in ATTENTION_CORE)
     elif layer == "block" and setting.recompute == "full":
         kept = terms["norm1.input"]  # only the layer input (Korthikanti et al. 2022, sec. 4.3: 2sbh)
-    sl = setting.seq_len // t if setting.sequence_parallel and t > 1 else setting.seq_len
+    sl = setting.local_seq_len // t if setting.sequence_parallel and t > 1 else setting.local_seq_len
     boundary = setting.bytes_per_element * setting.microbatch_size * sl * model.hidden
     tied = -(-model.padded_vocab(t) // t) * (model.embed_proj_dim or model.hidden)
     return LayerMemory(
