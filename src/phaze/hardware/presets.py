@@ -49,10 +49,11 @@ GPU_VECTOR_EFFICIENCY = 1.0
 # A100: FlashAttention-2 "reaching 50-73% of the theoretical maximum FLOPs/s on A100" (Dao, FlashAttention-2,
 # arXiv 2307.08691, abstract); the backward is the slower pass, so the low end, 0.50.
 A100_ATTENTION_EFFICIENCY = 0.50
-# H100: FlashAttention-2 reaches "only 35% utilization on the H100"; FlashAttention-3 "is 1.5-2.0x faster than
-# FlashAttention-2 with FP16" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract): the low end,
-# 1.5 x 0.35 = 0.525 (cuDNN's fused attention, which NeMo uses, is of the same generation).
-H100_ATTENTION_EFFICIENCY = 1.5 * 0.35
+# H100: the NeMo / Megatron-LM releases of 2024 run cuDNN's fused attention or FlashAttention-2, kernels of the
+# FlashAttention-2 generation (FlashAttention-3, written for Hopper, is not what they use); FlashAttention-2
+# reaches "only 35% utilization on the H100" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract):
+# 0.35. (FlashAttention-3 itself would be 1.5-2.0x faster; README "Validation" shows what 0.525 would give.)
+H100_ATTENTION_EFFICIENCY = 0.35
 # FP8 tensor cores: H100 SXM 1,979 TFLOP/s dense FP8 vs 989 TFLOP/s dense BF16 (H100 datasheet) = 2.0x;
 # A100 has none.
 H100_FP8_MATRIX_FACTOR = 1979.0 / 989.4

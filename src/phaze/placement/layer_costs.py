@@ -122,8 +122,12 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     pairs = overlap_pairs(graph)
     hidden = {c for cs in pairs.values() for c in cs}
     total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
+    from phaze.cost.gpu import TENSOR_CORES_PER_SM
+    from phaze.cost.overlap import comm_sm_slowdown
+    sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
     for g, cs in pairs.items():
-        total += pipelined_overlap_s(lat[g], sum(lat[c] for c in cs), tp)
+        slow = comm_sm_slowdown([graph.ops[c].name for c in cs], sms)
+        total += pipelined_overlap_s(lat[g] * slow, sum(lat[c] for c in cs), tp)
     return float(total) + extra
 
 
