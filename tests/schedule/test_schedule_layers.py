@@ -5,7 +5,7 @@ import pytest
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.presets import get_accelerator, get_cluster
-from phaze.hardware.space import enumerate_space
+from phaze.hardware.space import PAPER_SPACE, enumerate_space
 from phaze.schedule import build_problem, layer_time_bounds, lower_bound_s, solve, validate
 from phaze.workload.config import TrainSetting
 from phaze.workload.graphs import layer_graph
@@ -14,7 +14,7 @@ from phaze.workload.zoo import get_model
 
 @pytest.fixture(scope="module")
 def chips():
-    cands = enumerate_space()
+    cands = enumerate_space(PAPER_SPACE)
     idx = np.random.default_rng(1).choice(len(cands), size=6, replace=False)
     return [get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
 

@@ -92,11 +92,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("arch", help="accelerator presets and the architecture design space: each axis's values, "
                                     "the area window, the number of chips kept")
-    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
-                                                      "(docs/space-file.md) (default: default)")
+    p.add_argument("--space", default="default", help="'default' (the chip space with GLB banks, core buffers and "
+                                                      "network), 'paper' (the paper's 29,360 chips and areas) or a "
+                                                      "YAML/JSON space file (docs/space-file.md) (default: default)")
     p.add_argument("--budget-mm2", type=float, default=None,
                    help="area budget; chips between 0.3 x budget and the budget are kept (default: the TPUv4-like "
-                        "chip's area, 278.83 mm^2)")
+                        "chip's area under the space's area model; 278.83 mm^2 for --space paper)")
     p.set_defaults(func=c.cmd_arch)
 
     p = sub.add_parser("estimate", help="per-op latency table and per-layer totals on one chip")
@@ -145,10 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", action="append", required=True,
                    help="zoo name, model file, hf:CONFIG.json, traced FILE.json or "
                         "torch:MODULE:FACTORY; repeat for several models (required)")
-    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
-                                                      "(default: default)")
+    p.add_argument("--space", default="default", help="'default' (the chip space with GLB banks, core buffers and "
+                                                      "network), 'paper' (the paper's 29,360 chips, their areas and "
+                                                      "cost model) or a YAML/JSON space file (default: default)")
     p.add_argument("--budget-mm2", type=float, default=None, help="area budget; chips between 0.3 x budget and the "
-                   "budget are searched (default: the TPUv4-like chip's area, 278.83 mm^2)")
+                   "budget are searched (default: the TPUv4-like chip's area under the space's area model; "
+                   "278.83 mm^2 for --space paper)")
     p.add_argument("--devices", type=int, default=1024, help="devices in the cluster (default: 1024, the paper's)")
     p.add_argument("--global-batch", type=int, default=4096, help="sequences per iteration (default: 4096)")
     p.add_argument("--mbs", type=_int_list, default=(1, 2, 4, 8), help="microbatch sizes (default: 1,2,4,8)")
@@ -169,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly, slow (default: off)")
     p.add_argument("--pareto", action="store_true",
                    help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
+    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt"), default="throughput",
+                   help="what the score measures, each relative to the TPUv4-like chip: throughput, throughput per "
+                        "mm^2, or throughput per W of peak power (default: throughput)")
+    p.add_argument("--tdp-w", type=float, default=None,
+                   help="leave out chips whose peak power exceeds this many watts (default: no limit)")
     p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
     p.add_argument("--html", default=None, help="write a self-contained HTML report to this .html file "
                                                 "(default: none)")

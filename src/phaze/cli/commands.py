@@ -246,7 +246,8 @@ def cmd_validate(args) -> int:
 def _search_kw(args) -> dict:
     return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
-                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto)
+                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
+                objective=args.objective, tdp_w=args.tdp_w)
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
