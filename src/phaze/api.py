@@ -374,6 +374,69 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
                       prune=prune, quiet=quiet)
 
 
+def _check_seed(seed: int) -> None:
+    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+        raise ConfigError(f"--seed must be a non-negative integer, got {seed!r}")
+
+
+def spotlight(model, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
+              global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
+              recompute_modes=("none", "full"), cluster: str = "flat-4gib", seed: int = 0, samples: int = 100,
+              objective: str = "latency", workers: int = 2, quiet: bool = False):
+    """The Spotlight-style baseline for one model: Bayesian optimisation of one chip of ``space`` for the
+    forward + backward latency of the model's layers (``phaze.search.spotlight``), then that chip's best plan
+    and the paper's fixed plan in the given setting (a ``SpotlightBaseline``)."""
+    from phaze.search.reproduce import spotlight_baseline
+
+    models = [model] if isinstance(model, (str, ModelConfig)) else list(model)
+    spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
+                       recompute_modes, cluster)
+    _check_seed(seed)
+    check_positive(samples=samples, workers=workers)
+    return spotlight_baseline(spec, seed=seed, samples=samples, objective=objective, workers=workers, quiet=quiet)
+
+
+def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = False, workers: int = 2, seed: int = 0,
+              samples: int = 100, quiet: bool = False, out: str | None = None, html: str | None = None,
+              space: str = "default", budget_mm2: float | None = None, **setting):
+    """The paper's comparison: for each model (default: the paper's 8), in the paper's setting, the co-search
+    winner, the TPUv4-like chip and the Spotlight-style chip, each under its best plan and (the two fixed
+    chips) the paper's plan. Resumable from ``store``; writes OUT.md/.csv/.json and ``html`` when given.
+    ``setting``: SearchSpec fields to change (devices, global_batch, hbm_gib, microbatch_sizes, ...)."""
+    from phaze.hardware.space import resolve_space
+    from phaze.report.reproduce import check_output_prefix, write_outputs
+    from phaze.search.reproduce import PAPER_MODELS, run_reproduce
+
+    names = list(models) if models else list(PAPER_MODELS)
+    if len(set(map(str, names))) != len(names):
+        raise ConfigError(f"--models lists a model twice: {', '.join(map(str, names))}")
+    _check_seed(seed)
+    check_positive(samples=samples, workers=workers)
+    resolved = [resolve_model(m) for m in names]
+    if out:
+        check_output_prefix(out)
+    check_html_path(html)
+    overrides = dict(setting)
+    ds = resolve_space(space, budget_mm2)
+    if space != "default" or budget_mm2 is not None:
+        overrides.update(space=ds, space_name=str(space))
+    res = run_reproduce(resolved, store, resume=resume, workers=workers, seed=seed, samples=samples, quiet=quiet,
+                        spec_overrides=overrides)
+    written = write_outputs(res, out) if out else []
+    if html:
+        from phaze.report.html import write_reproduce_report
+        from phaze.report.jsonable import to_jsonable
+        from phaze.report.setting import search_setting as setting_rows
+
+        rows = setting_rows({**res.setting, "models": [to_jsonable(m) for m in resolved]})
+        rows.append(("Spotlight-style search", f"{res.samples} samples (10 random warm-up, then rounds ranking 1,000 "
+                                               f"random chips by mean - std of a Gaussian process and evaluating "
+                                               f"the best 10), seed {res.seed}; objective: forward + backward "
+                                               f"latency of every layer on one chip at microbatch 1"))
+        written.append(write_reproduce_report([to_jsonable(r) for r in res.rows], html, rows))
+    return res, written
+
+
 def results(store: str, top: int | None = 10, model: str | None = None) -> list[dict]:
     """The best ``top`` exactly evaluated candidates of a search store: the joint ranking, or with ``model``
     (a multi-model search's model name) that model's own ranking."""

@@ -180,7 +180,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
     p.add_argument("--html", default=None, help="write a self-contained HTML report to this .html file "
                                                 "(default: none)")
+    p.add_argument("--baseline", choices=("spotlight",), default=None,
+                   help="instead of the co-search, the Spotlight-style baseline: Bayesian optimisation of one chip "
+                        "for the forward + backward latency of the model's layers, then its best plan and the "
+                        "paper's plan (one --model; no store; default: off)")
+    p.add_argument("--objective", choices=("latency", "edp"), default="latency",
+                   help="--baseline spotlight: what the chip is optimised for (edp needs a chip model with "
+                        "energy; default: latency)")
+    p.add_argument("--seed", type=int, default=0, help="--baseline spotlight: random seed (default: 0)")
+    p.add_argument("--samples", type=int, default=100,
+                   help="--baseline spotlight: chips evaluated in all, 10 of them random warm-up (default: 100)")
     p.set_defaults(func=c.cmd_search)
+
+    p = sub.add_parser("reproduce", help="the paper's comparison for its 8 models: co-search winner vs the "
+                                         "TPUv4-like chip vs a Spotlight-style chip, each with its best and the "
+                                         "paper's plan")
+    p.add_argument("--models", type=_str_list, default=None,
+                   help="comma-separated models to run, e.g. gpt2-xl,bert-large (default: the paper's 8: "
+                        "bert-large, megatron-bert, gpt2-xl, megatron-gpt2-2.5b, megatron-gpt2-8.3b, gpt3-175b, "
+                        "opt-350m, llama2-7b)")
+    p.add_argument("--store", default="phaze-reproduce.db",
+                   help="SQLite file holding every model's searches and rows (default: phaze-reproduce.db)")
+    p.add_argument("--resume", action="store_true", help="continue the run in --store; finished models are "
+                                                         "not recomputed (default: off)")
+    p.add_argument("--out", default="phaze-reproduce", help="write the table as OUT.md, OUT.csv and OUT.json "
+                                                            "(default: phaze-reproduce)")
+    p.add_argument("--html", default=None, help="also write the HTML report to this .html file (default: none)")
+    p.add_argument("--workers", type=int, default=2, help="worker processes (default: 2)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the Spotlight-style search (default: 0)")
+    p.add_argument("--samples", type=int, default=100, help="chips the Spotlight-style search evaluates "
+                                                             "(default: 100, Spotlight's)")
+    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
+                                                      "(default: default)")
+    p.set_defaults(func=c.cmd_reproduce)
 
     p = sub.add_parser("results", help="show or export a search store")
     p.add_argument("action", choices=("show", "export"), help="show a table, or export JSON/CSV")
@@ -206,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for name, sp in sub.choices.items():
         sp.add_argument("--json", action="store_true", help="print JSON instead of tables (default: off)")
-        if name in ("search", "validate", "demo", "plan"):
+        if name in ("search", "validate", "demo", "plan", "reproduce"):
             sp.add_argument("--quiet", action="store_true",
                             help="no progress on stderr (default: off; progress is a bar with ETA on a terminal, "
                                  "one line per stage otherwise)")

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from phaze import api
+from phaze.errors import ConfigError
 from phaze.report.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
 
@@ -278,7 +279,38 @@ def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str |
 
 
 def cmd_search(args) -> int:
+    if args.baseline == "spotlight":
+        return _spotlight(args)
+    if args.objective != "latency":
+        raise ConfigError("--objective is an option of --baseline spotlight (the co-search maximises throughput)")
     return _search_and_report(args, _search_kw(args), args.store, args.html, args.plot)
+
+
+def _spotlight(args) -> int:
+    from phaze.report.reproduce import spotlight_tables
+
+    for flag in ("html", "plot", "pareto", "resume", "no_prune"):
+        if getattr(args, flag):
+            raise ConfigError(f"--{flag.replace('_', '-')} is an option of the co-search, not of --baseline "
+                                  f"spotlight")
+    kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto")}
+    res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective,
+                        workers=args.workers, quiet=args.json or args.quiet, **kw)
+    return _out(args, res, *spotlight_tables(res))
+
+
+def cmd_reproduce(args) -> int:
+    from phaze.report.reproduce import reproduce_tables
+
+    res, written = api.reproduce(args.models, args.store, args.resume, args.workers, args.seed, args.samples,
+                                 args.json or args.quiet, args.out, args.html, args.space)
+    if args.json:
+        from phaze.report.reproduce import json_data
+        print(dumps(json_data(res)))
+        return 0
+    print_tables(*reproduce_tables(res))
+    print("written: " + ", ".join(written))
+    return 0
 
 
 def cmd_report(args) -> int:

@@ -121,10 +121,11 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0) -> SearchResult:
-    """Search ``spec``; every finished chip is committed to ``store_path`` as it completes."""
+               schedule_time_limit_s: float = 1.0, namespace: str = "") -> SearchResult:
+    """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
+    ``namespace`` when the file holds several searches, see ``Store.open``)."""
     t0 = time.perf_counter()
-    store = Store.open(store_path, spec.fingerprint(), resume)
+    store = Store.open(store_path, spec.fingerprint(), resume, namespace)
     prog = Progress(quiet, prefix="phaze search")
     try:
         cluster = get_cluster(spec.cluster, spec.devices)

@@ -19,6 +19,17 @@ CREATE TABLE IF NOT EXISTS {table} (
 _SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _TABLE.format(table="results")
 
 
+def _namespaced(namespace: str) -> tuple[str, str]:
+    """(results table, meta key prefix) of a namespace; "" keeps the plain names."""
+    if not namespace:
+        return "results", ""
+    import hashlib
+    import re
+
+    tag = re.sub(r"\W", "_", namespace)[:40] + "_" + hashlib.sha256(namespace.encode()).hexdigest()[:8]
+    return f"results_{tag}", f"{namespace}/"
+
+
 def _diff(a: dict, b: dict) -> list[str]:
     return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
 
@@ -27,37 +38,44 @@ class Store:
     """One search run in one SQLite file. ``open`` refuses a store of another run (naming the parameters
     that differ) and an existing store without ``resume``: nothing stored is ever overwritten."""
 
-    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results") -> None:
-        self.con, self.path, self.table = con, path, table
+    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results", meta_prefix: str = "") -> None:
+        self.con, self.path, self.table, self.meta_prefix = con, path, table, meta_prefix
 
     def scoped(self, model_index: int, create: bool = True) -> "Store":
         """The same file's results of one model searched alone (table ``results_model<k>``; the joint
         results of a multi-model search stay in ``results``). Shares the connection: close the parent.
         ``create=False`` (reading): a search that has not reached that model yet raises StoreError."""
-        table = f"results_model{int(model_index)}"
+        table = f"{self.table}_model{int(model_index)}"
         if create:
             with self.con:
                 self.con.executescript(_TABLE.format(table=table))
         elif self.con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is None:
             raise StoreError(f"store {self.path} has no per-model results for model {model_index} yet; "
                              f"finish the search with --resume")
-        return Store(self.con, self.path, table)
+        return Store(self.con, self.path, table, self.meta_prefix)
 
     @classmethod
-    def open(cls, path: str | Path, fingerprint: dict, resume: bool) -> "Store":
+    def open(cls, path: str | Path, fingerprint: dict, resume: bool, namespace: str = "") -> "Store":
+        """``namespace``: one of several searches kept in one file (``phaze reproduce``: one per model), with
+        its own results table and meta keys; "" is the file's only search."""
         path = str(path)
         exists = Path(path).exists() and Path(path).stat().st_size > 0
-        if exists and not resume:
+        if exists and not resume and not namespace:
             raise StoreError(f"store {path} already exists; continue it with --resume or choose another --store")
+        table, prefix = _namespaced(namespace)
         try:
             con = sqlite3.connect(path, timeout=30)
             con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(_SCHEMA)
-            row = con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+            con.executescript(_SCHEMA + _TABLE.format(table=table))
+            row = con.execute("SELECT value FROM meta WHERE key=?", (prefix + "spec",)).fetchone()
         except sqlite3.DatabaseError as err:
             raise StoreError(f"cannot read store {path}: {err}; pass another --store") from None
+        if row is not None and namespace and not resume:
+            con.close()
+            raise StoreError(f"store {path} already holds the search {namespace!r}; continue it with --resume or "
+                             f"choose another --store")
         if row is None:
-            con.execute("INSERT INTO meta VALUES ('spec', ?)", (json.dumps(fingerprint, sort_keys=True),))
+            con.execute("INSERT INTO meta VALUES (?, ?)", (prefix + "spec", json.dumps(fingerprint, sort_keys=True)))
             con.commit()
         else:
             stored = json.loads(row[0])
@@ -65,7 +83,7 @@ class Store:
                 raise StoreError(f"store {path} was written by a search with other parameters "
                                  f"({', '.join(_diff(stored, fingerprint))} differ); rerun with the same "
                                  f"parameters or use another --store")
-        return cls(con, path)
+        return cls(con, path, table, prefix)
 
     @classmethod
     def open_existing(cls, path: str | Path) -> "Store":
@@ -81,16 +99,17 @@ class Store:
         return cls(con, str(path))
 
     def fingerprint(self) -> dict:
-        row = self.con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
+        row = self.con.execute("SELECT value FROM meta WHERE key=?", (self.meta_prefix + "spec",)).fetchone()
         return json.loads(row[0]) if row else {}
 
     def get_meta(self, key: str):
-        row = self.con.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        row = self.con.execute("SELECT value FROM meta WHERE key=?", (self.meta_prefix + key,)).fetchone()
         return json.loads(row[0]) if row else None
 
     def put_meta(self, key: str, value) -> None:
         with self.con:
-            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value, sort_keys=True)))
+            self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                             (self.meta_prefix + key, json.dumps(value, sort_keys=True)))
 
     def add(self, results: list[ChipResult], chip_fields: dict[int, dict]) -> None:
         """Store one chip's results in one transaction (all or nothing)."""

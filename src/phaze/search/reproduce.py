@@ -1,0 +1,256 @@
+"""The paper's comparison in one run: for each model, in the paper's setting, the co-search winner, the
+TPUv4-like chip (its best plan and the paper's fixed plan) and the Spotlight-style chip (its best plan and
+the paper's fixed plan).
+
+One SQLite store holds everything: each model's co-search in its own namespace (``Store.open``), and each
+finished model's rows under the "reproduce" namespace, so a killed run resumes where it stopped and a
+finished model is never recomputed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+
+from phaze.errors import InfeasibleError, StoreError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.area import area_mm2
+from phaze.hardware.presets import TPUV4_LIKE, get_cluster
+from phaze.hardware.space import enumerate_space
+from phaze.placement.baseline_plans import PAPER_PLANS
+from phaze.progress import Progress
+from phaze.schedule import ScheduleCache
+from phaze.search.run import references, run_search
+from phaze.search.spec import GiB, SearchSpec
+from phaze.search.spotlight import SAMPLES, spotlight_search
+from phaze.search.store import Store
+
+PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
+ROLES = ("phaze", "tpuv4-like", "spotlight")
+MiB = 2**20
+
+
+@dataclass(frozen=True)
+class ReproduceRow:
+    """One model x chip x plan. ``evaluated``: candidates evaluated exactly (phaze), samples (spotlight);
+    ``search_wall_s``: the chip search's wall time (None for the fixed TPUv4-like chip)."""
+
+    model: str
+    role: str  # phaze | tpuv4-like | spotlight
+    plan_kind: str  # best | paper
+    throughput_seq_per_s: float  # 0 when no plan fits
+    ratio_to_tpuv4_like: float  # throughput / the TPUv4-like chip's under its best plan
+    area_mm2: float
+    power_w: float | None  # None: the chip model has no power
+    hbm_gib: float | None
+    chip: str
+    plan: str
+    iteration_time_s: float | None
+    search_wall_s: float | None
+    evaluated: int | None
+    schedules_solved: int | None  # layer schedules the chip search solved (proofs counted below)
+    schedules_not_optimal: int | None
+
+
+@dataclass(frozen=True)
+class ReproduceResult:
+    store: str
+    setting: dict  # the search setting every model shares (the spec's fingerprint without the model)
+    rows: tuple[ReproduceRow, ...]
+    model_wall_s: dict  # model -> wall seconds of the run that finished it (co-search + spotlight + plans)
+    wall_time_s: float
+    resumed: tuple[str, ...]  # models whose rows came from the store
+    seed: int = 0  # of the Spotlight-style search
+    samples: int = SAMPLES
+
+
+def chip_text(acc: Accelerator) -> str:
+    return (f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, "
+            f"GLB {acc.glb_bytes // MiB} MiB")
+
+
+def paper_spec(model, **overrides) -> SearchSpec:
+    """The paper's setting (``SearchSpec`` defaults: 1024 devices, batch 4096, flat 4 GiB/s network, HBM
+    32/64/80 GiB, microbatch 1/2/4/8, recompute none/full) for one model; ``overrides`` change fields."""
+    return SearchSpec(models=(model,), **overrides)
+
+
+def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_gib: tuple[int, ...],
+               cache: ScheduleCache | None = None) -> tuple[dict, dict]:
+    """A fixed chip's best plan (the co-search's plan space, exact) and the paper's fixed plan, each at the
+    HBM size of ``hbm_gib`` that serves it best (ties: the smaller HBM). Returns two dicts with
+    throughput_seq_per_s (0: nothing fits), iteration_time_s, plan, hbm_gib."""
+    from phaze.placement import optimize
+    from phaze.placement.baseline_plans import paper_baseline
+
+    best = {"throughput_seq_per_s": 0.0, "iteration_time_s": None, "plan": "", "hbm_gib": None}
+    paper = dict(best)
+    reasons = []
+    for gib in sorted(hbm_gib):
+        acc = replace(accelerator, hbm_bytes=int(gib * GiB))
+        try:
+            res = optimize(model, acc, cluster, spec.global_batch, devices=spec.devices,
+                           microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
+                           tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
+                           baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                           schedule_cache=cache)
+            if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
+                best = {"throughput_seq_per_s": res.best.throughput_seq_per_s,
+                        "iteration_time_s": res.best.iteration_time_s, "plan": res.best.plan.describe(),
+                        "hbm_gib": gib}
+        except InfeasibleError as err:
+            reasons.append(str(err))
+        b = paper_baseline(model, acc, cluster, spec.global_batch, schedule_cache=cache)
+        if b.fits and b.evaluation.throughput_seq_per_s > paper["throughput_seq_per_s"]:
+            paper = {"throughput_seq_per_s": b.evaluation.throughput_seq_per_s,
+                     "iteration_time_s": b.evaluation.iteration_time_s, "plan": b.plan.describe(), "hbm_gib": gib}
+        elif not b.fits and not paper["plan"]:
+            paper["plan"] = b.reason
+    if not best["plan"]:
+        best["plan"] = f"none fits: {reasons[-1] if reasons else 'no plan'}"
+    return best, paper
+
+
+def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
+                    quiet: bool, executor, prog: Progress) -> list[ReproduceRow]:
+    cluster = get_cluster(spec.cluster, spec.devices)
+    res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}")
+    ref = res.references[0]
+    ref_tput = ref["best_seq_per_s"]
+    ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)
+    rows = []
+    b = res.best
+    cands = enumerate_space(spec.space)
+    if b is not None:
+        o = b["outcomes"][0]
+        acc = cands.arch.accelerator(b["chip"], name=f"phaze-{model.name}")
+        rows.append(ReproduceRow(model.name, "phaze", "best", o["throughput_seq_per_s"],
+                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], None, b["hbm_gib"], chip_text(acc),
+                                 o["plan"], o["iteration_time_s"], res.wall_time_s, res.counts["exact"],
+                                 res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal")))
+    tpu_area = float(area_mm2(TPUV4_LIKE))
+    tpu_gib = TPUV4_LIKE.hbm_bytes / GiB
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, None, tpu_gib,
+                             chip_text(TPUV4_LIKE), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
+                             None, None, None, None))
+    pt = ref["paper_seq_per_s"]
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, None, tpu_gib,
+                             chip_text(TPUV4_LIKE), ref["paper_plan"], spec.global_batch / pt if pt else None,
+                             None, None, None, None))
+    prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
+    prog.stage(f"spotlight {model.name}", samples, "samples")
+    sp = spotlight_search(model, cands, seed=seed, samples=samples, executor=executor,
+                          on_sample=lambda n: prog.update(n))
+    prog.done(f"best {sp.latency_s:.4g} s per pass, chip {sp.index}")
+    prog.note(f"{model.name}: best and paper plans of the Spotlight-style chip on HBM "
+              f"{'/'.join(map(str, spec.hbm_gib))} GiB")
+    best, paper = chip_plans(model, sp.accelerator, spec, cluster, spec.hbm_gib, ScheduleCache())
+    for kind, d in (("best", best), ("paper", paper)):
+        rows.append(ReproduceRow(model.name, "spotlight", kind, d["throughput_seq_per_s"], ratio(d["throughput_seq_per_s"]),
+                                 sp.area_mm2, None, d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
+                                 d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
+                                 sp.schedules_not_optimal))
+    return rows
+
+
+def check_store(store_path: str, resume: bool) -> None:
+    """Refuse, before any work, an existing store without ``resume`` (nothing stored is overwritten)."""
+    p = Path(store_path)
+    if p.exists() and p.stat().st_size > 0 and not resume:
+        raise StoreError(f"store {store_path} already exists; continue it with --resume or choose another --store")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise StoreError(f"--store {store_path}: directory {parent} does not exist; create it or pick another path")
+
+
+def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: bool = False, workers: int = 2,
+                  seed: int = 0, samples: int = SAMPLES, quiet: bool = False, spec_overrides: dict | None = None
+                  ) -> ReproduceResult:
+    """Every model of ``models`` (ModelConfigs) in the paper's setting (``spec_overrides`` change it, e.g.
+    a smaller space in tests); rows committed per model as each finishes."""
+    from phaze.search.executor import make_executor
+
+    check_store(store_path, resume)
+    t0 = time.perf_counter()
+    specs = [paper_spec(m, **(spec_overrides or {})) for m in models]
+    for s in specs:
+        s.settings(s.models[0])  # an impossible setting fails here, before any work
+    setting = {k: v for k, v in specs[0].fingerprint().items() if k != "models"}
+    fp = {"setting": setting, "seed": seed, "samples": samples}
+    prog = Progress(quiet, prefix="phaze reproduce")
+    rows, walls, resumed = [], {}, []
+    executor = None
+    try:
+        for k, (m, spec) in enumerate(zip(models, specs)):
+            meta = Store.open(store_path, fp, resume=True, namespace="reproduce")
+            try:
+                done = meta.get_meta(f"rows/{m.name}")
+            finally:
+                meta.close()
+            if done is not None:
+                rows += [ReproduceRow(**r) for r in done["rows"]]
+                walls[m.name] = done["wall_s"]
+                resumed.append(m.name)
+                prog.note(f"{m.name}: finished before, taken from the store ({k + 1}/{len(models)})")
+                continue
+            prog.note(f"{m.name}: co-search in the paper's setting ({k + 1}/{len(models)})")
+            t_m = time.perf_counter()
+            if executor is None:
+                executor = make_executor("local", workers)
+            mine = _rows_for_model(m, spec, store_path, workers, seed, samples, quiet, executor, prog)
+            walls[m.name] = time.perf_counter() - t_m
+            meta = Store.open(store_path, fp, resume=True, namespace="reproduce")
+            try:
+                meta.put_meta(f"rows/{m.name}", {"rows": [asdict(r) for r in mine], "wall_s": walls[m.name]})
+            finally:
+                meta.close()
+            rows += mine
+    finally:
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        prog.close()
+    return ReproduceResult(store_path, setting, tuple(rows), walls, time.perf_counter() - t0, tuple(resumed), seed,
+                           samples)
+
+
+@dataclass(frozen=True)
+class SpotlightBaseline:
+    """``phaze search --baseline spotlight``: the Spotlight-style chip, its best plan and the paper's plan,
+    and the TPUv4-like reference."""
+
+    search: object  # SpotlightResult
+    best: dict
+    paper: dict
+    reference: dict  # the TPUv4-like chip under its best plan and the paper's (as ``references`` gives it)
+    wall_time_s: float
+
+
+def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLES, objective: str = "latency",
+                       workers: int = 2, quiet: bool = False) -> SpotlightBaseline:
+    """The Spotlight-style search for the one model of ``spec`` over its space, then its chip's best plan
+    (our exact placement and HBM choice) and the paper's fixed plan."""
+    from phaze.errors import ConfigError
+    from phaze.search.executor import make_executor
+    from phaze.search.spotlight import _check
+
+    if len(spec.models) != 1:
+        raise ConfigError("--baseline spotlight optimises one chip for one model's layers; give one --model")
+    model = spec.models[0]
+    cands = enumerate_space(spec.space)
+    _check(cands, samples, min(10, samples), objective)
+    t0 = time.perf_counter()
+    cluster = get_cluster(spec.cluster, spec.devices)
+    prog = Progress(quiet, prefix="phaze search")
+    executor = make_executor("local", workers)
+    try:
+        prog.stage(f"spotlight {model.name}", samples, "samples")
+        sp = spotlight_search(model, cands, seed=seed, samples=samples, objective=objective, executor=executor,
+                              on_sample=lambda n: prog.update(n))
+        prog.done(f"best {sp.latency_s:.4g} s per pass")
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
+        prog.close()
+    prog.note("best and paper plans of the Spotlight-style chip; the TPUv4-like reference")
+    best, paper = chip_plans(model, sp.accelerator, spec, cluster, spec.hbm_gib, ScheduleCache())
+    ref = references(spec, cluster)[0]
+    return SpotlightBaseline(sp, best, paper, ref, time.perf_counter() - t0)

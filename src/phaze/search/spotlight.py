@@ -1,0 +1,216 @@
+"""A Spotlight-style accelerator search: Bayesian optimisation of ONE chip for the sum of its layer delays.
+
+What Spotlight does (Sakhuja et al., "SPOTLIGHT: Enhancing Hardware Design Space Exploration with
+Domain-Aware Bayesian Optimization", HPCA 2023; its public code is built on MAESTRO): a Gaussian process over
+hand-built features of the hardware parameters, 10 random warm-up samples, then rounds that draw 1,000
+random candidates, rank them by the lower confidence bound mean - 1.0 x std of the predicted objective and
+evaluate the best 10, each pick replaced by a random one with probability 10%; the objective is the sum of
+the layer delays (or the energy-delay product) of one accelerator. Here: the same template, candidate list
+and area budget as the co-search, our cost model, and the objective of ``phaze.search.one_chip`` (forward
++ backward latency of every layer at a fixed microbatch; no placement, memory capacity or network).
+
+The Gaussian process is scikit-learn's ``GaussianProcessRegressor`` (Matern 5/2 with one length scale
+per feature, plus a white-noise term), fitted to log latency; every random draw comes from one
+``numpy.random.Generator`` seeded by ``seed``, so a run repeats exactly.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.space import CandidateSet
+from phaze.schedule import ScheduleCache
+from phaze.search.one_chip import OneChipLatency, latency_bounds, one_chip_latency, one_chip_setting
+from phaze.workload.config import ModelConfig
+
+# Spotlight's settings (HPCA 2023, Sec. V "Methodology" / its released configuration): warm-up samples,
+# hardware samples in all, random candidates ranked per round, picks evaluated per round, the chance a pick
+# is replaced by a random candidate, and the exploration weight of the lower confidence bound.
+WARMUP_SAMPLES = 10
+SAMPLES = 100
+POOL_SIZE = 1000
+PICKS_PER_ROUND = 10
+RANDOM_PICK_PROBABILITY = 0.10
+LCB_KAPPA = 1.0
+OBJECTIVES = ("latency", "edp")
+
+
+def chip_features(cands: CandidateSet) -> np.ndarray:
+    """[chip, feature] Spotlight-style hand-built features, standardized over the candidate list: compute
+    size (MACs over all tensor cores, lanes over all vector cores, MACs per tensor core), buffer sizes and
+    bandwidths (every template field in bytes or B/s that varies across the candidates, e.g. the GLB), the
+    tensor-core aspect ratio (rows / columns) and each varying core count and shape; all in log2, plus the
+    area as a fraction of the budget."""
+    a = cands.arch
+    cols = {
+        "log2_macs": np.log2(a.num_tc * a.tc_rows * a.tc_cols),
+        "log2_lanes": np.log2(a.num_vc * a.vc_width),
+        "log2_macs_per_core": np.log2(a.tc_rows * a.tc_cols),
+        "log2_aspect": np.log2(a.tc_rows / a.tc_cols),
+        "area_fraction": cands.area_mm2 / cands.budget_mm2,
+    }
+    for name in a.__dataclass_fields__:
+        v = np.asarray(getattr(a, name), dtype=float)
+        if name in cols or v.size == 0 or np.all(v == v[0]) or np.any(v <= 0):
+            continue  # a field every candidate shares carries no information
+        cols[f"log2_{name}"] = np.log2(v)
+    x = np.stack(list(cols.values()), axis=1)
+    sd = x.std(axis=0)
+    keep = sd > 0
+    return (x[:, keep] - x[:, keep].mean(axis=0)) / sd[keep]
+
+
+@dataclass(frozen=True)
+class Sample:
+    index: int  # position in the candidate list
+    latency_s: float
+    how: str  # "warm-up", "model" (ranked by the GP) or "random" (the 10% random pick)
+
+
+@dataclass(frozen=True)
+class SpotlightResult:
+    """The best chip of the samples (lowest objective; ties: smaller area, then lower index) and every sample."""
+
+    model: str
+    objective: str
+    microbatch_size: int
+    seed: int
+    index: int
+    accelerator: Accelerator
+    area_mm2: float
+    latency_s: float
+    samples: tuple[Sample, ...]
+    wall_time_s: float
+    schedules_solved: int
+    schedules_not_optimal: int
+    evaluated: int  # chips evaluated exactly (= len(samples))
+
+
+_CACHE = ScheduleCache()  # per process: identical layer problems met on several chips are solved once
+
+
+def _latency(model: ModelConfig, acc: Accelerator, mbs: int, lower: np.ndarray, upper: np.ndarray,
+             time_limit_s: float) -> OneChipLatency:
+    return one_chip_latency(model, acc, mbs, cache=_CACHE, time_limit_s=time_limit_s, bounds=(lower, upper))
+
+
+class _Evaluator:
+    """Evaluates batches of candidates exactly (vectorized bounds for the batch, then the per-layer solver
+    where they differ), on ``executor`` when given."""
+
+    def __init__(self, model: ModelConfig, cands: CandidateSet, microbatch_size: int, executor,
+                 time_limit_s: float) -> None:
+        self.model, self.cands, self.mbs, self.executor, self.limit = model, cands, microbatch_size, executor, \
+            time_limit_s
+        self.setting = one_chip_setting(model, microbatch_size)
+        self.results: dict[int, OneChipLatency] = {}
+
+    def run(self, idx: list[int]) -> list[OneChipLatency]:
+        todo = [i for i in dict.fromkeys(idx) if i not in self.results]
+        if todo:
+            lo, up = latency_bounds(self.model, self.setting, self.cands.arch.select(np.asarray(todo)))
+            args = [(self.model, self.cands.arch.accelerator(i, name=f"cand{i}"), self.mbs, lo[:, k], up[:, k],
+                     self.limit) for k, i in enumerate(todo)]
+            if self.executor is None:
+                outs = [_latency(*a) for a in args]
+            else:
+                outs = [f.result() for f in [self.executor.submit(_latency, *a) for a in args]]
+            self.results.update(zip(todo, outs))
+        return [self.results[i] for i in idx]
+
+
+def _fit_predict(x_train: np.ndarray, y_train: np.ndarray, x_pool: np.ndarray, seed: int):
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    kernel = (ConstantKernel(1.0, (1e-3, 1e3)) * Matern(np.ones(x_train.shape[1]), (1e-2, 1e2), nu=2.5)
+              + WhiteKernel(1e-4, (1e-8, 1e-1)))
+    gp = GaussianProcessRegressor(kernel, normalize_y=True, n_restarts_optimizer=2, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        gp.fit(x_train, y_train)
+        return gp.predict(x_pool, return_std=True)
+
+
+def _check(cands: CandidateSet, samples: int, warmup: int, objective: str) -> None:
+    if objective not in OBJECTIVES:
+        raise ConfigError(f"--objective {objective!r}: use latency or edp")
+    if objective == "edp":
+        raise ConfigError("--objective edp needs the energy of each layer, and this chip model has no energy or "
+                          "power yet; use --objective latency")
+    if len(cands) == 0:
+        raise ConfigError("the design space has no candidate under its area budget; raise --budget-mm2")
+    if not (isinstance(samples, int) and samples > 0 and isinstance(warmup, int) and 0 < warmup <= samples):
+        raise ConfigError(f"spotlight: need 0 < warm-up samples ({warmup}) <= samples ({samples})")
+
+
+def _result(model, objective, mbs, seed, cands, ev: _Evaluator, samples: list[Sample], t0: float) -> SpotlightResult:
+    best = min(samples, key=lambda s: (s.latency_s, float(cands.area_mm2[s.index]), s.index))
+    outs = [ev.results[s.index] for s in samples]
+    return SpotlightResult(model.name, objective, mbs, seed, best.index,
+                           cands.arch.accelerator(best.index, name=f"spotlight-{model.name}"),
+                           float(cands.area_mm2[best.index]), best.latency_s, tuple(samples),
+                           time.perf_counter() - t0, sum(o.schedules_solved for o in outs),
+                           sum(o.schedules_not_optimal for o in outs), len(samples))
+
+
+def spotlight_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, samples: int = SAMPLES,
+                     warmup: int = WARMUP_SAMPLES, pool_size: int = POOL_SIZE, picks: int = PICKS_PER_ROUND,
+                     random_pick_probability: float = RANDOM_PICK_PROBABILITY, kappa: float = LCB_KAPPA,
+                     objective: str = "latency", microbatch_size: int = 1, executor=None,
+                     time_limit_s: float = 1.0, on_sample=None) -> SpotlightResult:
+    """Spotlight-style Bayesian optimisation over ``cands`` (see the module doc); ``samples`` chips are
+    evaluated exactly in all (fewer if the list is shorter). ``on_sample(n)`` is called as samples land."""
+    _check(cands, samples, warmup, objective)
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    n = len(cands)
+    budget = min(samples, n)
+    feats = chip_features(cands)
+    ev = _Evaluator(model, cands, microbatch_size, executor, time_limit_s)
+    tick = on_sample or (lambda k: None)
+    done: list[Sample] = []
+    seen = np.zeros(n, dtype=bool)
+
+    def take(idx: list[int], how: list[str]) -> None:
+        for i, h, out in zip(idx, how, ev.run(idx)):
+            done.append(Sample(int(i), out.latency_s, h))
+            seen[i] = True
+        tick(len(done))
+
+    first = rng.choice(n, size=min(warmup, budget), replace=False)
+    take([int(i) for i in first], ["warm-up"] * len(first))
+    while len(done) < budget:
+        free = np.flatnonzero(~seen)
+        pool = rng.choice(free, size=min(pool_size, free.size), replace=False)
+        x = feats[[s.index for s in done]]
+        y = np.log([s.latency_s for s in done])
+        mu, sd = _fit_predict(x, y, feats[pool], seed)
+        ranked = pool[np.lexsort((pool, mu - kappa * sd))]
+        k = min(picks, budget - len(done))
+        chosen, how = [int(i) for i in ranked[:k]], ["model"] * k
+        for j in range(k):  # each pick: with probability 10% a random candidate not yet chosen instead
+            if rng.random() < random_pick_probability:
+                rest = np.setdiff1d(free, chosen)
+                if rest.size:
+                    chosen[j], how[j] = int(rng.choice(rest)), "random"
+        take(chosen, how)
+    return _result(model, objective, microbatch_size, seed, cands, ev, done, t0)
+
+
+def random_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, samples: int = SAMPLES,
+                  microbatch_size: int = 1, executor=None, time_limit_s: float = 1.0) -> SpotlightResult:
+    """Uniform random sampling with the same budget and objective (the fair check that the BO helps)."""
+    _check(cands, samples, 1, "latency")
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    ev = _Evaluator(model, cands, microbatch_size, executor, time_limit_s)
+    idx = [int(i) for i in rng.choice(len(cands), size=min(samples, len(cands)), replace=False)]
+    done = [Sample(i, out.latency_s, "random") for i, out in zip(idx, ev.run(idx))]
+    return _result(model, "latency", microbatch_size, seed, cands, ev, done, t0)

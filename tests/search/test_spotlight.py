@@ -1,0 +1,73 @@
+"""The Spotlight-style baseline: its objective is the sum of our per-layer schedule times, its Bayesian
+optimisation beats random sampling on average with the same budget, it repeats with its seed."""
+import numpy as np
+import pytest
+
+from phaze import api
+from phaze.errors import ConfigError
+from phaze.hardware.space import DesignSpace, enumerate_space
+from phaze.placement.layer_costs import compute_layer_costs
+from phaze.search.one_chip import one_chip_latency, one_chip_setting
+from phaze.search.spotlight import chip_features, random_search, spotlight_search
+from phaze.workload.config import ModelConfig
+
+MiB = 2**20
+TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
+# 978 chips under a 100 mm^2 budget: large against a 30-sample budget, so sampling well matters
+REDUCED = DesignSpace(num_tc=(1, 2, 4, 8, 16, 32, 64), num_vc=(1, 2, 4, 8, 16), tc_widths=(8, 16, 32, 64),
+                      tc_depths=(8, 16, 32, 64), glb_bytes=(2 * MiB, 8 * MiB, 32 * MiB), budget_mm2=100.0)
+
+
+@pytest.fixture(scope="module")
+def reduced():
+    return enumerate_space(REDUCED)
+
+
+@pytest.mark.parametrize("index", [0, 137, 500, 977])
+def test_objective_is_the_sum_of_per_layer_schedule_times(reduced, index):
+    """Two independent paths: `phaze schedule` (one solve per layer kind and direction, no cache) and the
+    placement's layer costs; embedding + 4 blocks + head, forward and backward."""
+    acc = reduced.arch.accelerator(index)
+    got = one_chip_latency(TINY, acc, 2)
+    scheds = {(s.layer, s.direction): s for s in api.schedule_layers(TINY, acc, mbs=2, time_limit_s=5.0)}
+    assert all(s.status == "optimal" for s in scheds.values())
+    by_hand = sum((4 if kind == "block" else 1) * (scheds[(kind, "fwd")].makespan_s + scheds[(kind, "bwd")].makespan_s)
+                  for kind in ("embedding", "block", "head"))
+    assert got.latency_s == pytest.approx(by_hand, rel=1e-9)
+    c = compute_layer_costs(TINY, acc, one_chip_setting(TINY, 2), None, "scheduled")
+    assert got.latency_s == pytest.approx(c.embedding.time_s + 4 * c.block.time_s + c.head.time_s, rel=1e-9)
+    assert got.schedules_not_optimal == 0
+
+
+def test_bayesian_optimisation_is_no_worse_than_random_sampling(reduced):
+    """Same budget (30 chips), same objective, four seeds: the mean best latency of the BO is at most random
+    sampling's (measured when written: 6.5e-5 s against 9.1e-5 s over six seeds)."""
+    bo = [spotlight_search(TINY, reduced, seed=s, samples=30).latency_s for s in range(4)]
+    rnd = [random_search(TINY, reduced, seed=s, samples=30).latency_s for s in range(4)]
+    assert np.mean(bo) <= np.mean(rnd)
+
+
+def test_spotlight_follows_its_recipe_and_repeats(reduced):
+    a = spotlight_search(TINY, reduced, seed=3, samples=25)
+    b = spotlight_search(TINY, reduced, seed=3, samples=25)
+    assert [s.index for s in a.samples] == [s.index for s in b.samples] and a.index == b.index
+    assert a.evaluated == 25 and len({s.index for s in a.samples}) == 25  # no chip evaluated twice
+    assert [s.how for s in a.samples[:10]] == ["warm-up"] * 10
+    assert all(s.how in ("model", "random") for s in a.samples[10:])
+    best = min(a.samples, key=lambda s: s.latency_s)
+    assert a.latency_s == best.latency_s
+    assert a.latency_s == pytest.approx(one_chip_latency(TINY, a.accelerator, 1).latency_s, rel=1e-12)
+    assert a.area_mm2 == pytest.approx(float(reduced.area_mm2[a.index]))
+
+
+def test_features_are_standardized_and_informative(reduced):
+    x = chip_features(reduced)
+    assert x.shape[0] == len(reduced) and x.shape[1] >= 8
+    assert np.allclose(x.mean(axis=0), 0, atol=1e-9) and np.allclose(x.std(axis=0), 1)
+
+
+def test_bad_objective_and_budget_are_one_line_errors(reduced):
+    with pytest.raises(ConfigError, match="energy"):
+        spotlight_search(TINY, reduced, objective="edp")
+    with pytest.raises(ConfigError, match="warm-up"):
+        spotlight_search(TINY, reduced, samples=5, warmup=10)
