@@ -172,9 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly, slow (default: off)")
     p.add_argument("--pareto", action="store_true",
                    help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
-    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt"), default="throughput",
-                   help="what the score measures, each relative to the TPUv4-like chip: throughput, throughput per "
-                        "mm^2, or throughput per W of peak power (default: throughput)")
+    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "latency", "edp"),
+                   default=None,
+                   help="co-search: what the score measures, each relative to the TPUv4-like chip: throughput, "
+                        "throughput per mm^2, or throughput per W of peak power (default: throughput); "
+                        "--baseline spotlight: latency or edp (default: latency)")
     p.add_argument("--tdp-w", type=float, default=None,
                    help="leave out chips whose peak power exceeds this many watts (default: no limit)")
     p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
@@ -184,9 +186,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of the co-search, the Spotlight-style baseline: Bayesian optimisation of one chip "
                         "for the forward + backward latency of the model's layers, then its best plan and the "
                         "paper's plan (one --model; no store; default: off)")
-    p.add_argument("--objective", choices=("latency", "edp"), default="latency",
-                   help="--baseline spotlight: what the chip is optimised for (edp needs a chip model with "
-                        "energy; default: latency)")
     p.add_argument("--seed", type=int, default=0, help="--baseline spotlight: random seed (default: 0)")
     p.add_argument("--samples", type=int, default=100,
                    help="--baseline spotlight: chips evaluated in all, 10 of them random warm-up (default: 100)")

@@ -54,12 +54,12 @@ def search_tables(res) -> list:
                      f"{o['throughput_seq_per_s']:.2f}", f"{o['throughput_seq_per_s'] / b['area_mm2']:.3f}",
                      f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
                      f"{o['mfu']:.1%}", used, watts(o.get("power_w")), watts(b.get("peak_power_w")), glb_bw(b),
-                     o.get("bound", "-")))
+                     o.get("bound_by", "-")))
         rows.append((ref["model"], "TPUv4-like, best plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["best_plan"], f"{ref['best_seq_per_s']:.2f}",
                      f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x",
                      f"{ref['best_mfu']:.1%}" if ref.get("best_mfu") is not None else "-", "-",
-                     watts(ref.get("power_w")), watts(ref.get("peak_power_w")), glb_bw(ref), ref.get("bound", "-")))
+                     watts(ref.get("power_w")), watts(ref.get("peak_power_w")), glb_bw(ref), ref.get("bound_by", "-")))
         paper = ref["paper_seq_per_s"]
         rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["paper_plan"] + " (balanced stages)" if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",

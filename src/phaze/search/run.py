@@ -60,7 +60,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
             from phaze.placement.power import plan_power
             tier = cluster.tier_for_group(res.best.plan.tp) if res.best.plan.tp > 1 else None
             pw = plan_power(m, chip, res.best, tier)
-            ref.update(power_w=pw["power_w"], bound=pw["bound"], time_by_bound_s=pw["time_by_bound_s"])
+            ref.update(power_w=pw["power_w"], bound_by=pw["bound"], time_by_bound_s=pw["time_by_bound_s"])
         except InfeasibleError as err:
             ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
         b = paper_baseline(m, chip, cluster, spec.global_batch)
@@ -190,6 +190,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                      else _explain(r, spec, cands, cluster) for r in front]
             per_model = [_explain(r, replace(spec, models=tuple(m for m in spec.models if m.name == r["model"])),
                                   cands, cluster) for r in per_model]
+            store.put_meta("explained", {"best": rows[0], "pareto": front, "per_model": per_model})
     finally:
         prog.close()
         store.close()
