@@ -16,7 +16,10 @@ from phaze.workload.zoo import get_model
 def chips():
     cands = enumerate_space(PAPER_SPACE)
     idx = np.random.default_rng(1).choice(len(cands), size=6, replace=False)
-    return [get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
+    chip = enumerate_space()  # the default space: chips with the on-chip hierarchy
+    jdx = np.random.default_rng(2).choice(len(chip), size=4, replace=False)
+    return ([get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
+            + [chip.arch.accelerator(int(j)) for j in jdx])
 
 
 @pytest.mark.parametrize("layer,direction,tp", [("block", "fwd", 1), ("block", "fwd", 8), ("block", "bwd", 1),

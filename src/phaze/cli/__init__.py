@@ -41,7 +41,7 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
-                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+                   help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--devices", type=int, required=True, help="devices available (required)")
     p.add_argument("--global-batch", type=int, required=True, help="sequences per iteration (required)")
     p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N (default: "
@@ -53,7 +53,7 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo name, a YAML/JSON model file, hf:CONFIG.json, a traced FILE.json or "
                                                     "torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
-                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+                   help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--cluster", default=None, help="network for tensor-parallel collectives (default: dgx-a100 for "
                                                    "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
 

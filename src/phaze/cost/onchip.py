@@ -45,11 +45,15 @@ def noc_cap_bytes_per_cycle(arch: ArchArrays) -> np.ndarray:
 def bank_rate(arch: ArchArrays) -> np.ndarray:
     """Accesses per clock cycle one GLB bank sustains: min(1, 1 / (CACTI cycle time x clock))."""
     def compute(a: ArchArrays) -> np.ndarray:
-        from phaze.hardware.sram import sram_macro
+        from phaze.hardware.chip_area import sram_parts
 
-        m = sram_macro(np.asarray(a.glb_bytes, np.int64), np.asarray(a.glb_banks, np.int64),
-                       np.clip(np.asarray(a.glb_bank_width_bytes, np.int64), 8, 512), 1)
-        return np.minimum(1.0, 1.0 / (np.asarray(m.cycle_time_s, np.float64) * np.asarray(a.freq_hz, np.float64)))
+        out = np.ones(len(a))  # the paper's template: no banks (its GLB term is not modelled)
+        idx = np.flatnonzero(np.asarray(a.glb_banks) > 0)
+        if len(idx):
+            h = a if len(idx) == len(a) else a.select(idx)
+            cycle = np.asarray(sram_parts(h)["glb"].cycle_time_s, np.float64)
+            out[idx] = np.minimum(1.0, 1.0 / (cycle * np.asarray(h.freq_hz, np.float64)))
+        return out
 
     return arch.memo("glb_bank_rate", compute)
 

@@ -78,6 +78,20 @@ TPUV4_LIKE = Accelerator(
     hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ,
     **_scalar(chip_hierarchy(8, 128, 128, 2, 64, 256)))
 
+# ---- tpuv4: close to the real TPU v4 from public figures, to read results against the real chip -------------
+# Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support
+# for Embeddings", ISCA 2023 (Table 1 and Section 2): 2 TensorCores per chip, each with 4 MXUs of 128x128
+# (8 arrays), 1050 MHz (8 * 16384 * 2 * 1.05e9 = 275 TFLOP/s bf16, the quoted peak); each TensorCore's vector
+# unit is 128 lanes x 8 sublanes with 2 ALUs each (2048 lane operations per cycle); 32 GiB HBM2 at 1200 GB/s;
+# 128 MiB CMEM (the chip-wide on-chip memory: our GLB) and 16 MiB VMEM per TensorCore, which feeds its 4 MXUs
+# (modelled as each MXU's operand buffer, 16 MiB / 4 = 4 MiB). The GLB banking, accumulators and network
+# are not published: they follow the default space's rule (chip_hierarchy), as for tpuv4-like. Ideal
+# efficiencies, as every template chip. Its area is our 22 nm model's, not the real 7 nm die's.
+TPUV4 = Accelerator(
+    name="tpuv4", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128 * 8 * 2, glb_bytes=128 * MiB,
+    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=1.05e9,
+    **dict(_scalar(chip_hierarchy(8, 128, 128, 2, 64, 256)), tc_operand_bytes=4 * MiB))
+
 # ---- NVIDIA achievable fractions of peak (shared by A100 and H100 unless stated) -------------------------
 # Dense GEMM: "optimized GEMM can reach up to 80-90% of the theoretical maximum device throughput"
 # on A100 (Dao, FlashAttention-2, 2023, Sec. 1); we take the low end for whole-model GEMM mixes.
@@ -118,7 +132,7 @@ H100_80G = Accelerator(
     matrix_efficiency=H100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
     memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
 
-ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, A100_80G, H100_80G)}
+ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, TPUV4, A100_80G, H100_80G)}
 
 
 def get_accelerator(name: str) -> Accelerator:
