@@ -81,25 +81,33 @@ def search_report(result, path: str) -> str:
 
 
 def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
-                 cluster: str | None = None, microbatch_sizes=None, recompute_modes=None,
-                 seq_len: int | None = None) -> list[tuple[str, str]]:
+                 cluster=None, microbatch_sizes=None, recompute_modes=None,
+                 seq_len: int | None = None, attention: str = "flash", precision: str = "bf16",
+                 tp_overlap: bool = False, dp_overlap: bool = False,
+                 memory_reserve_gib: float | None = None) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
+    from phaze.api import _runtime
     from phaze.report.setting import plan_setting as rows
 
     check_positive(devices=devices, global_batch=global_batch, seq=seq_len)
+    reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
+                   memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
-                recompute_modes)
+                recompute_modes, runtime)
 
 
 def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
-                global_batch: int, cluster: str | None = None, microbatch_sizes=None, recompute_modes=None,
-                seq_len: int | None = None) -> str:
-    """Write the HTML report of a ``plan`` result; returns the path."""
+                global_batch: int, cluster=None, microbatch_sizes=None, recompute_modes=None,
+                seq_len: int | None = None, **runtime) -> str:
+    """Write the HTML report of a ``plan`` result; returns the path. ``runtime``: the runtime features the
+    plan was searched with (``plan``'s attention, precision, tp_overlap, dp_overlap, memory_reserve_gib)."""
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    setting = plan_setting(m, acc, devices, global_batch, cluster, microbatch_sizes, recompute_modes, seq_len)
+    setting = plan_setting(m, acc, devices, global_batch, cluster, microbatch_sizes, recompute_modes, seq_len,
+                           **runtime)
     return write_plan_report(result, path, model=m, accelerator=acc, cluster=resolve_cluster(cluster, acc, devices),
                              global_batch=global_batch, devices=devices, setting=setting)
 

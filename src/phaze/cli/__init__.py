@@ -44,9 +44,25 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                    help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--devices", type=int, required=True, help="devices available (required)")
     p.add_argument("--global-batch", type=int, required=True, help="sequences per iteration (required)")
-    p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N (default: "
-                                                   "dgx-a100 for a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
+    p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N, or a YAML/JSON "
+                                                   "cluster file (docs/cluster-file.md) (default: dgx-a100 for "
+                                                   "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
+    p.add_argument("--attention", choices=("standard", "flash"), default="flash",
+                   help="attention kernel: flash never stores the score matrix and has its own time model; "
+                        "standard materialises it (default: flash)")
+    p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default="bf16",
+                   help="GEMM number format; fp8 runs the blocks' linear layers on FP8 tensor cores "
+                        "(Transformer Engine; H100) (default: bf16)")
+    p.add_argument("--tp-overlap", action="store_true",
+                   help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
+                        "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
+    p.add_argument("--dp-overlap", action="store_true",
+                   help="overlap the data-parallel gradient reduce with the backward pass, bucketed "
+                        "(default: off)")
+    p.add_argument("--memory-reserve-gib", type=float, default=None,
+                   help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
+                        "fragmentation) (default: 3)")
 
 
 def _chip_args(p: argparse.ArgumentParser) -> None:
@@ -98,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget-mm2", type=float, default=None,
                    help="area budget; chips between 0.3 x budget and the budget are kept (default: the TPUv4-like "
                         "chip's area under the space's area model; 278.83 mm^2 for --space paper)")
+    p.add_argument("--chip", default=None, metavar="NAME",
+                   help="print one chip (a preset or chip file) in the chip-file format; with --json save it as "
+                        "FILE.json and pass --accelerator FILE.json (default: none)")
     p.set_defaults(func=c.cmd_arch)
 
     p = sub.add_parser("estimate", help="per-op latency table and per-layer totals on one chip")
@@ -140,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
     p.add_argument("--zero1", action="store_true",
                    help="shard optimizer state over data-parallel ranks (default: off)")
+    p.add_argument("--cp", type=int, default=1,
+                   help="context parallelism: each sequence split over N devices, ring attention between them "
+                        "(needs --attention flash; devices = tp x pp x cp x dp) (default: 1)")
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")
@@ -228,8 +250,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default="phaze-report.html", help="output file (default: phaze-report.html)")
     p.set_defaults(func=c.cmd_report)
 
-    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100)")
-    p.add_argument("--cases", default=None, help="a JSON file of cases (default: the published ones shipped)")
+    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
+                                        "DGX H100), a table per source")
+    p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
+                                                 "published ones shipped)")
+    p.add_argument("--held-out", action="store_true",
+                   help="the shipped published runs the model is never tuned on, instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")

@@ -45,6 +45,10 @@ class Accelerator:
     vector_efficiency: float = 1.0
     memory_efficiency: float = 1.0
     op_overhead_s: float = 0.0
+    # FP8 tensor-core throughput as a multiple of the 16-bit one (0: the chip has no FP8 tensor cores)
+    fp8_matrix_factor: float = 0.0
+    # achieved fraction of the matrix peak inside a fused (flash) attention kernel
+    attention_efficiency: float = 1.0
     glb_banks: int = 0
     glb_bank_width_bytes: int = 0
     tc_operand_bytes: int = 0
@@ -57,9 +61,12 @@ class Accelerator:
             v = getattr(self, f)
             if not isinstance(v, (int, np.integer)) or v <= 0:
                 raise ConfigError(f"accelerator {self.name!r}: '{f}' must be a positive integer, got {v!r}")
-        for f in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency"):
+        for f in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency",
+                  "attention_efficiency"):
             if not getattr(self, f) > 0:
                 raise ConfigError(f"accelerator {self.name!r}: '{f}' must be positive")
+        if not self.fp8_matrix_factor >= 0:
+            raise ConfigError(f"accelerator {self.name!r}: 'fp8_matrix_factor' must be >= 0 (0: no FP8)")
         for f in HIERARCHY_INT_FIELDS:
             v = getattr(self, f)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
@@ -120,6 +127,8 @@ class ArchArrays:
     vector_efficiency: np.ndarray
     memory_efficiency: np.ndarray
     op_overhead_s: np.ndarray
+    fp8_matrix_factor: np.ndarray
+    attention_efficiency: np.ndarray
     glb_banks: np.ndarray
     glb_bank_width_bytes: np.ndarray
     tc_operand_bytes: np.ndarray

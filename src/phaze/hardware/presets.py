@@ -105,6 +105,17 @@ GPU_MEMORY_EFFICIENCY = 0.90
 # Non-tensor (vector) ops of LLM training are memory-bound; no published achievable fraction is used,
 # so the lane throughput is taken at its datasheet peak.
 GPU_VECTOR_EFFICIENCY = 1.0
+# Fused (flash) attention kernels, fraction of the 16-bit matrix peak:
+# A100: FlashAttention-2 "reaching 50-73% of the theoretical maximum FLOPs/s on A100" (Dao, FlashAttention-2,
+# arXiv 2307.08691, abstract); the backward is the slower pass, so the low end, 0.50.
+A100_ATTENTION_EFFICIENCY = 0.50
+# H100: FlashAttention-2 reaches "only 35% utilization on the H100"; FlashAttention-3 "is 1.5-2.0x faster than
+# FlashAttention-2 with FP16" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract): the low end,
+# 1.5 x 0.35 = 0.525 (cuDNN's fused attention, which NeMo uses, is of the same generation).
+H100_ATTENTION_EFFICIENCY = 1.5 * 0.35
+# FP8 tensor cores: H100 SXM 1,979 TFLOP/s dense FP8 vs 989 TFLOP/s dense BF16 (H100 datasheet) = 2.0x;
+# A100 has none.
+H100_FP8_MATRIX_FACTOR = 1979.0 / 989.4
 # Per-kernel launch + synchronisation cost: CUDA kernel launch latency is ~2-5 us (NVIDIA CUDA
 # C++ Best Practices Guide, "kernel launch overhead"; ~3 us is the commonly measured value).
 GPU_OP_OVERHEAD_S = 3e-6
@@ -118,7 +129,8 @@ A100_80G = Accelerator(
     name="a100-80g", num_tc=108 * 4, tc_rows=16, tc_cols=16, num_vc=108, vc_width=512, glb_bytes=40 * MiB,
     hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=2.039e12, freq_hz=1.41e9,
     matrix_efficiency=A100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
-    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S,
+    attention_efficiency=A100_ATTENTION_EFFICIENCY)
 
 # ---- H100 SXM5 80 GB (NVIDIA H100 datasheet and Hopper whitepaper) ---------------------------------------
 # 132 SMs x 4 fourth-gen tensor cores, each 512 dense FP16/BF16 FMA/clk (16x32), 1.83 GHz:
@@ -130,7 +142,8 @@ H100_80G = Accelerator(
     name="h100-80g", num_tc=132 * 4, tc_rows=16, tc_cols=32, num_vc=132, vc_width=554, glb_bytes=50 * MiB,
     hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=3.35e12, freq_hz=1.83e9,
     matrix_efficiency=H100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
-    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S,
+    fp8_matrix_factor=H100_FP8_MATRIX_FACTOR, attention_efficiency=H100_ATTENTION_EFFICIENCY)
 
 ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, TPUV4, A100_80G, H100_80G)}
 
@@ -163,8 +176,9 @@ def load_accelerator_file(path: str) -> Accelerator:
         raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
-    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "glb_banks", "glb_bank_width_bytes",
-                                                   "tc_operand_bytes", "tc_acc_bytes", "noc_link_bytes"))
+    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "fp8_matrix_factor", "glb_banks",
+                                                   "glb_bank_width_bytes", "tc_operand_bytes", "tc_acc_bytes",
+                                                   "noc_link_bytes"))
     required = tuple(f.name for f in dataclasses.fields(Accelerator)
                      if f.default is dataclasses.MISSING and f.name != "name")
     data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
@@ -217,9 +231,14 @@ CLUSTERS: dict[str, tuple[NetworkTier, ...]] = {
 
 
 def get_cluster(name: str, num_devices: int | None = None) -> Cluster:
-    """A preset cluster of ``num_devices`` (default 1024); the last tier spans every device."""
+    """A preset cluster of ``num_devices`` (default 1024), or a YAML/JSON cluster file
+    (docs/cluster-file.md); the last tier spans every device."""
+    if isinstance(name, str) and name.lower().endswith((".yaml", ".yml", ".json")):
+        from phaze.hardware.cluster import load_cluster_file
+        return load_cluster_file(name, num_devices)
     if name not in CLUSTERS:
-        raise ConfigError(f"unknown cluster {name!r}; choose one of: {', '.join(CLUSTERS)}")
+        raise ConfigError(f"unknown cluster {name!r}; choose one of: {', '.join(CLUSTERS)} (or pass a "
+                          f".yaml/.json cluster file, docs/cluster-file.md)")
     n = DEFAULT_NUM_DEVICES if num_devices is None else num_devices
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise ConfigError(f"cluster {name!r}: num_devices must be a positive integer, got {n!r}")

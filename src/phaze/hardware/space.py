@@ -155,7 +155,8 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
             "matrix_efficiency": np.full(n_all, matrix_efficiency, np.float64),
             "vector_efficiency": np.full(n_all, vector_efficiency, np.float64),
             "memory_efficiency": np.full(n_all, memory_efficiency, np.float64),
-            "op_overhead_s": np.full(n_all, op_overhead_s, np.float64)}
+            "op_overhead_s": np.full(n_all, op_overhead_s, np.float64),
+            "fp8_matrix_factor": np.zeros(n_all), "attention_efficiency": np.ones(n_all)}  # template: no FP8, ideal
     every = ArchArrays(**base, **hier)
     if space.template == "chip":
         area = np.asarray(model.area_mm2(every), np.float64)
