@@ -386,7 +386,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
 
 def search_spec(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
                 global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
-                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False):
+                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False,
+                objective: str = "throughput", tdp_w: float | None = None):
     """The SearchSpec ``search`` runs (every input checked; no work done)."""
     from phaze.hardware.presets import get_cluster
     from phaze.hardware.space import resolve_space
@@ -405,21 +406,23 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
-                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto,
+                      objective=objective, tdp_w=tdp_w)
 
 
 def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
            global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
            recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
            workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
-           prune: bool = True, quiet: bool = False, pareto: bool = False):
+           prune: bool = True, quiet: bool = False, pareto: bool = False, objective: str = "throughput",
+           tdp_w: float | None = None):
     """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``. With
     ``pareto`` the Pareto front of score against area is exact over the whole space (slower); otherwise
     it is the front among the exactly evaluated candidates."""
     from phaze.search import run_search
 
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
-                       recompute_modes, cluster, pareto)
+                       recompute_modes, cluster, pareto, objective, tdp_w)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
                       prune=prune, quiet=quiet)
 

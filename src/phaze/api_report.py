@@ -30,7 +30,9 @@ def load_search(store: str):
         rows = s.rows(status="exact")
         statuses = [r.status for r in s.load().values()]
         known = {f for f in DesignSpace.__dataclass_fields__}
-        n_chips = len(enumerate_space(DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})))
+        from phaze.search.objective import apply_tdp
+        n_chips = len(apply_tdp(enumerate_space(DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})),
+                                spec.get("tdp_w")))
         total = n_chips * len(spec["hbm_gib"])
         counts = {"candidates": total, "chips": n_chips, "hbm_sizes": len(spec["hbm_gib"])}
         for st in ("exact", "bounded", "infeasible"):
@@ -45,9 +47,13 @@ def load_search(store: str):
                     top = []
                 if top:
                     per_model.append({"model": m["name"], **top[0]})
+        best, front = (rows[0] if rows else None), pareto_front(rows)
+        explained = s.get_meta("explained")  # the finished search's rows with power and bounds
+        if explained and best is not None and explained["best"]["chip"] == best["chip"]:
+            best, front, per_model = explained["best"], explained["pareto"], explained["per_model"]
     finally:
         s.close()
-    return SearchResult(store, spec, counts, rows[0] if rows else None, refs, pareto_front(rows), 0.0, per_model)
+    return SearchResult(store, spec, counts, best, refs, front, 0.0, per_model)
 
 
 def exact_rows(store: str) -> list[dict]:
