@@ -26,10 +26,10 @@ def test_show_model_params_and_flops(capsys):
 
 
 def test_arch_reports_the_paper_space(capsys):
-    d = run_json(capsys, "arch")
+    d = run_json(capsys, "arch", "--space", "paper")
     assert (d["candidates"], d["tc_configs"], d["vc_configs"]) == (29360, 4186, 697)
     assert d["budget_mm2"] == pytest.approx(278.83, abs=0.01)
-    tpu = next(p for p in d["presets"] if p["name"] == "tpuv4-like")
+    tpu = next(p for p in d["presets"] if p["name"] == "tpuv4-like-paper")
     assert tpu["area_mm2"] == pytest.approx(278.83, abs=0.01)
 
 

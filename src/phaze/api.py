@@ -350,10 +350,10 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   sequence_parallel: bool = False, zero1: bool = False, cluster=None,
                   seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
-                  memory_reserve_gib: float | None = None):
+                  memory_reserve_gib: float | None = None, cp: int = 1):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, or a sequence with one mode per pipeline stage. Runtime features as in
-    ``plan``."""
+    ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention)."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, evaluate
 
@@ -367,12 +367,15 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
             recompute = modes
 
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
-                   interleave=interleave, seq=seq_len)
+                 interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
-    if tp * pp * dp > devices:
-        raise InfeasibleError(f"the plan needs tp*pp*dp = {tp * pp * dp} devices but --devices is {devices}")
+    if cp > 1 and attention != "flash":
+        raise ConfigError("--cp needs --attention flash (ring attention is built on the fused kernel)")
+    if tp * pp * dp * cp > devices:
+        what = "tp*pp*cp*dp" if cp > 1 else "tp*pp*dp"
+        raise InfeasibleError(f"the plan needs {what} = {tp * pp * dp * cp} devices but --devices is {devices}")
     if not m.valid_tp(tp):
         raise ConfigError(f"--tp {tp} is not valid for {m.name}: {m.tp_rule}")
     if global_batch % (mbs * dp):
@@ -383,14 +386,15 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                           "reduce-scatter pairs of sequence parallelism)")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
-                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap)
+                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 
 
 def search_spec(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
                 global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
-                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False):
+                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False,
+                objective: str = "throughput", tdp_w: float | None = None):
     """The SearchSpec ``search`` runs (every input checked; no work done)."""
     from phaze.hardware.presets import get_cluster
     from phaze.hardware.space import resolve_space
@@ -410,7 +414,8 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
-                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto,
+                      objective=objective, tdp_w=tdp_w)
     for m in spec.models:
         spec.settings(m)  # a model with no valid (microbatch, tp) fails here, before any work
     return spec
@@ -420,7 +425,8 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
            global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
            recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
            workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
-           prune: bool = True, quiet: bool = False, pareto: bool = False):
+           prune: bool = True, quiet: bool = False, pareto: bool = False, objective: str = "throughput",
+           tdp_w: float | None = None):
     """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``. With
     ``pareto`` the Pareto front of score against area is exact over the whole space (slower); otherwise
     it is the front among the exactly evaluated candidates."""
@@ -428,7 +434,7 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
 
     check_ranges(workers=workers)
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
-                       recompute_modes, cluster, pareto)
+                       recompute_modes, cluster, pareto, objective, tdp_w)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
                       prune=prune, quiet=quiet)
 

@@ -43,6 +43,7 @@ RANGES: dict[str, Range] = {
     "tp": Range(1, _K, "tensor parallelism beyond a few hundred devices has no published use"),
     "pp": Range(1, 64 * _K, "pipeline stages are at most the layers (2^16)"),
     "dp": Range(1, _M, "data-parallel replicas are at most the devices"),
+    "cp": Range(1, _K, "context-parallel ranks split one sequence; at most the tensor-parallel bound"),
     "interleave": Range(1, _K, "virtual stages per device are at most the layers per device"),
     "top": Range(1, 100_000, "rows to print"),
     "workers": Range(1, _K, "worker processes on one machine"),

@@ -88,7 +88,9 @@ def test_fp8_gemm_twice_the_rate_on_h100_and_refused_on_a100():
                 sequence_parallel=True, recompute="selective")
     e16, e8 = api.evaluate_plan(**base), api.evaluate_plan(**base, precision="fp8")
     assert e8.iteration_time_s < e16.iteration_time_s
-    assert e8.stages[1].weight_bytes == pytest.approx(e16.stages[1].weight_bytes * 2)  # + FP8 weight and transpose
+    # the FP8 weight and its transpose (1 B each) replace the 16-bit weight; the linear layers' saved inputs halve
+    assert e8.stages[1].weight_bytes == pytest.approx(e16.stages[1].weight_bytes)
+    assert e8.stages[1].activation_bytes < e16.stages[1].activation_bytes
 
 
 def test_memory_reserve_sets_the_capacity():
@@ -167,3 +169,27 @@ def test_arch_chip_json_round_trips_as_a_chip_file(tmp_path, capsys):
     f = tmp_path / "chip.json"
     f.write_text(capsys.readouterr().out)
     assert get_accelerator(str(f)) == H100
+
+
+def test_context_parallel_halves_the_work_and_activations_per_device():
+    """cp=2: each device holds half the tokens; its queries attend to the whole sequence's keys, so the block's
+    GEMM FLOPs and stashed activations per device are exactly half; the K/V ring is costed on the CP tier."""
+    from phaze.workload.graphs import cp_ring_bytes
+    m = get_model("llama3-70b")
+    one = TrainSetting(1, 8192, 4, True, "none", attention="flash")
+    two = TrainSetting(1, 8192, 4, True, "none", attention="flash", cp=2)
+    for d in ("fwd", "bwd"):
+        assert layer_graph(m, two, "block", d).gemm_flops * 2 == layer_graph(m, one, "block", d).gemm_flops
+    assert layer_memory(m, two, "block").activation_bytes * 2 == layer_memory(m, one, "block").activation_bytes
+    # K and V of 4096 tokens, 8/4 kv heads of 128, bf16: one ring step forward, K, V, dK, dV backward
+    assert cp_ring_bytes(m, two, "fwd") == 2 * 2 * 4096 * 2 * 128 and cp_ring_bytes(m, two, "bwd") == 2 * 2 * 2 * 4096 * 2 * 128
+    e = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, interleave=5, sequence_parallel=True,
+                          zero1=True, cp=2)
+    assert e.devices_used == 64 and e.plan.cp == 2 and "cp=2" in e.plan.describe()
+    half = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, interleave=5, sequence_parallel=True,
+                             zero1=True, cp=1)
+    assert half.devices_used == 32 and e.iteration_time_s < half.iteration_time_s
+    # ZeRO-1 shards the optimizer over the 2 x 2 data- and context-parallel ranks
+    assert e.stages[1].optimizer_bytes == pytest.approx(half.stages[1].optimizer_bytes / 2)
+    with pytest.raises(ConfigError, match="flash"):
+        api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, attention="standard", cp=2)

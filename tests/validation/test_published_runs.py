@@ -10,7 +10,7 @@ from phaze.validation import validate
 from phaze.validation.cases import RUNS_FILE, packaged_cases
 
 # |error| bounds actually achieved per group (mean, max), to catch regressions; the goal is 5% / 10%.
-ACHIEVED = {"SC21-T1": (4.5, 10.0), "NeMo": (12.0, 17.6)}
+ACHIEVED = {"SC21-T1": (4.5, 10.0), "NeMo": (8.0, 13.0)}
 
 
 @pytest.fixture(scope="module")
@@ -44,3 +44,21 @@ def test_time_error_per_group_within_achieved_bounds(report):
         assert g.time_mean_abs_pct <= mean and g.time_max_abs_pct <= mx, g
         errs = [abs(r.error_pct) for r in report.time if r.group == name]
         assert g.time_mean_abs_pct == pytest.approx(sum(errs) / len(errs))
+
+
+def test_held_out_runs_are_separate_and_reported():
+    """The held-out runs (Llama 3.1 on H100, BF16 and FP8, context parallelism) are never in the default set
+    the model is checked against; their figures are reported as they come (README), here only that they
+    evaluate and that the bounds achieved today hold (the goal, 6% / 12%, is NOT met)."""
+    from phaze.validation.cases import HELD_OUT_FILE, load_cases
+    held = packaged_cases(HELD_OUT_FILE)
+    assert len(held.time) == 34 and all(c.cp == 2 for c in held.time)
+    assert not {c.label for c in held.time} & {c.label for c in load_cases().time}
+    rep = validate("held-out")
+    groups = {g.group: g for g in rep.groups}
+    assert set(groups) == {"dgxc Llama 3.1 BF16", "dgxc Llama 3.1 FP8"}
+    assert groups["dgxc Llama 3.1 BF16"].time_mean_abs_pct <= HELD_OUT_ACHIEVED[0]
+    assert rep.time_max_abs_pct <= HELD_OUT_ACHIEVED[1]
+
+
+HELD_OUT_ACHIEVED = (4.5, 15.5)  # BF16 group mean, overall max |error| % today

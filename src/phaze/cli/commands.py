@@ -196,12 +196,12 @@ def cmd_plan(args) -> int:
     if not args.json:
         print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
                                                                 args.global_batch, args.cluster, args.mbs,
-                                                                args.recompute, args.seq)))
+                                                                args.recompute, args.seq, **_runtime_kw(args))))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
                    args.recompute, args.seq, args.top, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
-                                  args.cluster, args.mbs, args.recompute, args.seq)
+                                  args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
         if not args.quiet:
             print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
@@ -215,7 +215,7 @@ def cmd_plan(args) -> int:
 def cmd_evaluate(args) -> int:
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, args.tp, args.pp, args.dp,
                           args.mbs, args.interleave, args.recompute, args.sequence_parallel, args.zero1,
-                          args.cluster, args.seq, **_runtime_kw(args))
+                          args.cluster, args.seq, cp=args.cp, **_runtime_kw(args))
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
     t2 = table("iteration breakdown", ["part", "time"],
                [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",
@@ -253,7 +253,8 @@ def cmd_validate(args) -> int:
 def _search_kw(args) -> dict:
     return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
-                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto)
+                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
+                objective=getattr(args, "objective", None) or "throughput", tdp_w=getattr(args, "tdp_w", None))
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
@@ -286,8 +287,9 @@ def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str |
 def cmd_search(args) -> int:
     if args.baseline == "spotlight":
         return _spotlight(args)
-    if args.objective != "latency":
-        raise ConfigError("--objective is an option of --baseline spotlight (the co-search maximises throughput)")
+    if args.objective in ("latency", "edp"):
+        raise ConfigError(f"--objective {args.objective} is an option of --baseline spotlight; the co-search takes "
+                          f"throughput, perf-per-area or perf-per-watt")
     return _search_and_report(args, _search_kw(args), args.store, args.html, args.plot)
 
 
@@ -298,8 +300,13 @@ def _spotlight(args) -> int:
         if getattr(args, flag):
             raise ConfigError(f"--{flag.replace('_', '-')} is an option of the co-search, not of --baseline "
                                   f"spotlight")
-    kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto")}
-    res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective,
+    if args.objective not in (None, "latency", "edp"):
+        raise ConfigError(f"--objective {args.objective} is an option of the co-search; --baseline spotlight takes "
+                          f"latency or edp")
+    if args.tdp_w is not None:
+        raise ConfigError("--tdp-w is an option of the co-search, not of --baseline spotlight")
+    kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto", "objective", "tdp_w")}
+    res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective or "latency",
                         workers=args.workers, quiet=args.json or args.quiet, **kw)
     return _out(args, res, *spotlight_tables(res))
 

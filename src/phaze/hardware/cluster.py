@@ -2,7 +2,7 @@
 
 A cluster can also be read from a YAML/JSON file (``load_cluster_file``; format in docs/cluster-file.md):
 its tiers with devices per group, bandwidth, latency and efficiency, and optionally which tier each kind
-of collective uses at least (``collectives: {tp: ..., dp: ..., pp: ...}``).
+of collective uses at least (``collectives: {tp: ..., dp: ..., pp: ..., cp: ...}``).
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from phaze.errors import ConfigError, InfeasibleError
 from phaze.limits import check
 
 # The groups a training plan communicates in: tensor-parallel collectives, data-parallel gradient
-# synchronisation, pipeline point-to-point sends.
-COLLECTIVE_ROLES = ("tp", "dp", "pp")
+# synchronisation, pipeline point-to-point sends, the context-parallel K/V ring.
+COLLECTIVE_ROLES = ("tp", "dp", "pp", "cp")
 
 
 @dataclass(frozen=True)

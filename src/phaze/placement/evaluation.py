@@ -78,9 +78,11 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         raise ConfigError(f"plan covers {plan.num_layers} layers but the model has {n_layers} "
                           f"(embedding, {num_blocks} blocks, head); fix the stage ranges")
     if plan.devices > cluster.num_devices:
-        raise InfeasibleError(f"plan needs {plan.devices} devices (p={plan.pp} x t={plan.tp} x d={plan.dp}) "
+        cp = f" x cp={plan.cp}" if plan.cp > 1 else ""
+        raise InfeasibleError(f"plan needs {plan.devices} devices (p={plan.pp} x t={plan.tp}{cp} x d={plan.dp}) "
                               f"but the cluster has {cluster.num_devices}")
-    p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.dp
+    # d: the ranks that hold the same weights (data- and context-parallel): gradient sync and ZeRO-1 shards
+    p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.grad_sync_ranks
     topo = st.Topology.of(cluster, plan.tp, d, p)
     n_chunks = len(plan.stages)
     stages: list[StageBreakdown] = []
@@ -158,10 +160,11 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
         raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: {model.tp_rule}")
     tier = cluster.tier_for_group(plan.tp, 1, "tp")
     out = {}
+    cp_tier = cluster.tier_for_group(plan.cp, plan.tp, "cp") if plan.cp > 1 else None
     for mode in set(plan.recompute_modes):
         s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
-                        attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap)
-        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **kw)
+                        attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap, cp=plan.cp)
+        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, cp_tier=cp_tier, **kw)
     return out
 
 

@@ -288,6 +288,11 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     for t in tps:
         if not model.valid_tp(t):
             raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: {model.tp_rule}")
+    recompute_modes = tuple(dict.fromkeys(recompute_modes))
+    if attention == "flash" and "none" in recompute_modes and "selective" in recompute_modes:
+        # a flash kernel stores no score matrix: selective recompute keeps what "none" keeps and re-runs
+        # nothing more, so its plans would repeat the "none" ones
+        recompute_modes = tuple(r for r in recompute_modes if r != "selective")
     costs: dict[TrainSetting, LayerCosts] = {}
     for mbs in microbatch_choices(model, microbatch_sizes):
         if global_batch % mbs:

@@ -27,7 +27,8 @@ class Plan:
     Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
     time model), ``precision`` (fp16 / bf16 / fp8 GEMMs of the linear layers), ``tp_overlap`` (TP
     collectives overlapped with their GEMMs; needs sequence parallelism), ``dp_overlap`` (the gradient
-    reduce overlapped with the last backward, bucketed).
+    reduce overlapped with the last backward, bucketed), ``cp`` (context parallelism: each sequence split
+    over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -43,8 +44,14 @@ class Plan:
     precision: str = "fp16"
     tp_overlap: bool = False
     dp_overlap: bool = False
+    cp: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
+            raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
+        if self.cp > 1 and self.attention != "flash":
+            raise ConfigError("plan: context parallelism needs flash attention (ring attention on the fused "
+                              "kernel); use --attention flash")
         if self.attention not in ATTENTION_KINDS:
             raise ConfigError(f"plan: attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
         if self.precision not in PRECISIONS:
@@ -90,7 +97,13 @@ class Plan:
 
     @property
     def devices(self) -> int:
-        return self.pp * self.tp * self.dp
+        return self.pp * self.tp * self.cp * self.dp
+
+    @property
+    def grad_sync_ranks(self) -> int:
+        """Devices holding the same weights: the data-parallel and context-parallel ranks (gradients are
+        reduced, and ZeRO-1 shards the optimizer, over all of them)."""
+        return self.dp * self.cp
 
     @property
     def num_layers(self) -> int:
@@ -120,7 +133,7 @@ class Plan:
                 else:
                     runs.append([mode, 1])
             rc = "/".join(mode if n == 1 else f"{mode}*{n}" for mode, n in runs)
-        s = (f"p={self.pp} t={self.tp} d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
+        s = (f"p={self.pp} t={self.tp} {'cp=%d ' % self.cp if self.cp > 1 else ''}d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
              f"recompute={rc}")
         if self.sequence_parallel:
             s += " sp"
@@ -144,7 +157,7 @@ class Plan:
                 "recompute": self.recompute if isinstance(self.recompute, str) else list(self.recompute),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
-                "tp_overlap": self.tp_overlap, "dp_overlap": self.dp_overlap,
+                "tp_overlap": self.tp_overlap, "dp_overlap": self.dp_overlap, "cp": self.cp,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

@@ -117,6 +117,7 @@ class TimeCase:
     dp_overlap: bool = False
     recompute: str = ""  # explicit (recompute, sequence_parallel); empty: from ``mode`` (MODES)
     sequence_parallel: bool = False
+    cp: int = 1  # context parallelism
 
     @property
     def label(self) -> str:

@@ -35,6 +35,7 @@ class _Run(BaseModel):
     tp: PosInt
     pp: PosInt
     dp: PosInt
+    cp: PosInt = 1
     mbs: PosInt
     global_batch: PosInt
     interleave: PosInt = 1
@@ -79,8 +80,8 @@ def runs_from_mapping(data: Any, source: str):
     out = []
     for i, r in enumerate(spec.runs):
         where = f"{source}: runs[{i}] ({r.case})"
-        if r.devices != r.tp * r.pp * r.dp:
-            raise ConfigError(f"{where}: devices {r.devices} != tp x pp x dp = {r.tp * r.pp * r.dp}")
+        if r.devices != r.tp * r.pp * r.dp * r.cp:
+            raise ConfigError(f"{where}: devices {r.devices} != tp x pp x cp x dp = {r.tp * r.pp * r.dp * r.cp}")
         if r.global_batch % (r.mbs * r.dp):
             raise ConfigError(f"{where}: global_batch {r.global_batch} is not a multiple of mbs x dp = {r.mbs * r.dp}")
         try:
@@ -94,6 +95,6 @@ def runs_from_mapping(data: Any, source: str):
                             r.cluster, group=r.group, name=r.case, zero1=r.zero1, attention=r.attention,
                             precision=r.precision, tp_overlap=r.tp_comm_overlap and r.sequence_parallel,
                             dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
-                            sequence_parallel=r.sequence_parallel and r.tp > 1))
+                            sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

@@ -174,9 +174,10 @@ class TrainSetting:
     attention: str = "standard"
     precision: str = "fp16"
     tp_overlap: bool = False
+    cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
 
     def __post_init__(self) -> None:
-        for field in ("microbatch_size", "seq_len", "tp"):
+        for field in ("microbatch_size", "seq_len", "tp", "cp"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"'{field}' must be a positive integer, got {v!r}")
@@ -186,9 +187,20 @@ class TrainSetting:
             raise ConfigError(f"attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.cp > 1 and self.attention != "flash":
+            raise ConfigError("context parallelism needs flash attention (ring attention is built on the fused "
+                              "kernel, as in Transformer Engine); use --attention flash")
+        if self.cp > 1 and self.seq_len % (2 * self.cp):
+            raise ConfigError(f"context parallelism {self.cp} needs a sequence length divisible by 2 x cp "
+                              f"(load-balanced causal chunks), got {self.seq_len}")
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
+
+    @property
+    def local_seq_len(self) -> int:
+        """Tokens of a sequence on one device of the context-parallel group."""
+        return self.seq_len // self.cp
 
     @property
     def linear_bytes_per_element(self) -> int:

@@ -44,12 +44,23 @@ def flash_keys(model: ModelConfig, seq_len: int) -> int:
     return max(1, -(-(w * s - w * (w - 1) // 2) // s))
 
 
+def cp_ring_bytes(model: ModelConfig, setting: TrainSetting, direction: str) -> int:
+    """Bytes one device sends around the context-parallel ring in a block: cp - 1 steps, each passing the
+    K and V chunk it holds to the next device (Liu et al., Ring Attention, 2023; Megatron-LM context
+    parallelism); the backward passes K and V again plus their gradients. 0 without CP."""
+    if setting.cp <= 1:
+        return 0
+    b, s, e = setting.microbatch_size, setting.local_seq_len, setting.bytes_per_element
+    chunk = 2 * e * b * s * (model.num_kv_heads // setting.tp) * model.head_dim
+    return (setting.cp - 1) * chunk * (2 if direction == "bwd" else 1)
+
+
 def block_forward_gemm_flops(model: ModelConfig, setting: TrainSetting) -> int:
     """Closed form of the block's forward GEMM FLOPs per device (module docstring)."""
-    b, s, h, t, d = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, model.head_dim
+    b, s, h, t, d = setting.microbatch_size, setting.local_seq_len, model.hidden, setting.tp, model.head_dim
     a, g, f, k = model.heads, model.num_kv_heads, model.ffn, model.attended_keys(s)
     if setting.attention == "flash":
-        k = flash_keys(model, s)
+        k = flash_keys(model, setting.seq_len)
     m = 2 if model.gated_mlp else 1
     return (2 * b * s * h * (a + 2 * g) * d + 4 * b * s * k * a * d + 2 * b * s * a * d * h
             + 2 * b * s * h * f * m + 2 * b * s * f * h) // t
@@ -83,7 +94,7 @@ def _sp_in(fb: ForwardBuilder, name: str, dep: int | None, nbytes: int, setting:
 def _dims(model: ModelConfig, setting: TrainSetting) -> tuple[int, int, int, int, int, int]:
     """(microbatch b, sequence s, hidden h, TP width t, bytes per element e, sl): sl = the sequence rows a
     device holds outside the TP region (s / t with sequence parallelism, else s)."""
-    b, s, t = setting.microbatch_size, setting.seq_len, setting.tp
+    b, s, t = setting.microbatch_size, setting.local_seq_len, setting.tp  # this device's tokens (CP shard)
     sl = s // t if setting.sequence_parallel and t > 1 else s
     return b, s, model.hidden, t, setting.bytes_per_element, sl
 
@@ -105,7 +116,9 @@ def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
         rot = round(b * s * (a + g) * d * model.rotary_fraction)
         qk = fb.add(vector_op("rotary", "rotary", rot), "vector", (qkv,))
     if setting.attention == "flash":
-        kf = flash_keys(model, s)
+        # CP: this device's queries against the whole sequence's keys (the K/V ring exchange is costed by
+        # ``cp_ring_bytes`` in the time model)
+        kf = flash_keys(model, setting.seq_len)
         sc = fb.add(Gemm("flash_scores", b * a, s, kf, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
         av = fb.add(Gemm("flash_pv", b * a, s, d, kf, e), "act_gemm", (sc, qkv), operands=("probs", "v"))
     else:
