@@ -42,7 +42,8 @@ def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
 
 _RANGE_FIELDS = ("num_tc", "num_vc", "tc_widths", "tc_depths", "glb_bytes")
 _AXIS_LIMIT = {"num_tc": "num_tc", "num_vc": "num_vc", "tc_widths": "tc_cols", "tc_depths": "tc_rows",
-               "glb_bytes": "glb_bytes"}  # axis -> the phaze.limits.RANGES entry of its chip field
+               "glb_bytes": "glb_bytes", "glb_banks": "glb_banks", "glb_bank_widths": "glb_bank_width_bytes"}
+# axis -> the phaze.limits.RANGES entry of its chip field
 _CHIP_FIELDS = ("glb_banks", "glb_bank_widths")
 TEMPLATES = ("chip", "paper")
 
