@@ -113,9 +113,10 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0, namespace: str = "") -> SearchResult:
+               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
-    ``namespace`` when the file holds several searches, see ``Store.open``)."""
+    ``namespace`` when the file holds several searches, see ``Store.open``). ``executor``: a pool to use
+    (and leave running) instead of one of its own, so several searches share its workers' schedule caches."""
     t0 = time.perf_counter()
     store = Store.open(store_path, spec.fingerprint(), resume, namespace)
     prog = Progress(quiet, prefix="phaze search")
@@ -129,7 +130,9 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             prog.note("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
-        executor = make_executor(backend, workers, address)
+        own = executor is None
+        if own:
+            executor = make_executor(backend, workers, address)
         total = len(cands) * len(spec.hbm_gib)
         ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         per_model = []
@@ -167,9 +170,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                     if top:
                         per_model.append({"model": m.name, **top[0]})
         except BaseException:
-            executor.shutdown(wait=False, cancel_futures=True)
+            if own:
+                executor.shutdown(wait=False, cancel_futures=True)
             raise
-        executor.shutdown(wait=True)
+        if own:
+            executor.shutdown(wait=True)
         rows = store.rows(status="exact")
     finally:
         prog.close()
