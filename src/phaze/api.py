@@ -261,14 +261,17 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
     return out
 
 
-def resolve_cluster(cluster: str | None, accelerator: Accelerator, devices: int):
-    """``NAME`` or ``NAME:N`` (a cluster of N devices); the default cluster follows the accelerator.
-    Asking for more devices than ``N`` is an InfeasibleError."""
+def resolve_cluster(cluster, accelerator: Accelerator, devices: int):
+    """A Cluster object, ``NAME`` or ``NAME:N`` (a cluster of N devices), or a YAML/JSON cluster file; the
+    default cluster follows the accelerator. Asking for more devices than it has is an InfeasibleError."""
     from phaze.errors import InfeasibleError
+    from phaze.hardware.cluster import Cluster
     from phaze.hardware.presets import get_cluster
 
+    if isinstance(cluster, Cluster):
+        return cluster.with_devices(devices)
     name, _, size = (cluster or default_cluster(accelerator)).partition(":")
-    if size:
+    if size and not name.lower().endswith((".yaml", ".yml", ".json")):
         try:
             n = int(size)
         except ValueError:
@@ -276,17 +279,52 @@ def resolve_cluster(cluster: str | None, accelerator: Accelerator, devices: int)
         if devices > n:
             raise InfeasibleError(f"{devices} devices requested but cluster {name} has {n}; lower --devices or "
                                   f"use a larger cluster")
+    elif size:
+        name = cluster
     return get_cluster(name, devices)
 
 
+# What `phaze plan` / `evaluate` assume unless told (README, "Runtime features"): today's kernels and formats.
+DEFAULT_ATTENTION = "flash"
+DEFAULT_PRECISION = "bf16"
+
+
+def _runtime(attention: str, precision: str, memory_reserve_gib: float | None) -> float:
+    """Check the runtime choices at the edge; the memory reserve in bytes."""
+    from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES
+    from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
+
+    if attention not in ATTENTION_KINDS:
+        raise ConfigError(f"--attention: unknown kernel {attention!r}; use {' or '.join(ATTENTION_KINDS)}")
+    if precision not in PRECISIONS:
+        raise ConfigError(f"--precision: unknown format {precision!r}; use {', '.join(PRECISIONS)}")
+    if memory_reserve_gib is None:
+        return float(DEFAULT_MEMORY_RESERVE_BYTES)
+    if not 0 <= memory_reserve_gib < 1e6:
+        raise ConfigError(f"--memory-reserve-gib must be >= 0 (GiB kept free per device), got {memory_reserve_gib}")
+    return float(memory_reserve_gib) * 2**30
+
+
+def _check_precision(acc: Accelerator, precision: str) -> None:
+    if precision == "fp8" and acc.fp8_matrix_factor <= 0:
+        raise ConfigError(f"--precision fp8: {acc.name} has no FP8 tensor cores; use bf16 or fp16 (or a chip "
+                          f"with fp8_matrix_factor > 0, e.g. h100-80g)")
+
+
 def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
-         cluster: str | None = None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
-         top_k: int = 5):
-    """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips."""
+         cluster=None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
+         top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
+         tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None):
+    """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
+    (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
+    sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
+    ``memory_reserve_gib`` (default 3) is kept free on every device."""
     from phaze.placement import optimize
 
     check_positive(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k)
+    reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    _check_precision(acc, precision)
     kw = {}
     if microbatch_sizes:
         kw["microbatch_sizes"] = tuple(microbatch_sizes)
@@ -296,15 +334,19 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
                 raise ConfigError(f"--recompute: unknown mode {r!r}; use none, selective or full")
         kw["recompute_modes"] = tuple(recompute_modes)
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
-                    top_k=top_k, seq_len=seq_len, **kw)
+                    top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
+                    overlap_dp=dp_overlap, memory_reserve_bytes=reserve, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
                   tp: int, pp: int, dp: int, mbs: int, interleave: int = 1, recompute="none",
-                  sequence_parallel: bool = False, zero1: bool = False, cluster: str | None = None,
-                  seq_len: int | None = None):
+                  sequence_parallel: bool = False, zero1: bool = False, cluster=None,
+                  seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
+                  precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
+                  memory_reserve_gib: float | None = None, cp: int = 1):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
-    ``recompute``: one mode, or a sequence with one mode per pipeline stage."""
+    ``recompute``: one mode, or a sequence with one mode per pipeline stage. Runtime features as in
+    ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention)."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, evaluate
 
@@ -318,22 +360,34 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
             recompute = modes
 
     check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
-                   interleave=interleave, seq=seq_len)
+                   interleave=interleave, seq=seq_len, cp=cp)
+    reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    if tp * pp * dp > devices:
-        raise InfeasibleError(f"the plan needs tp*pp*dp = {tp * pp * dp} devices but --devices is {devices}")
+    _check_precision(acc, precision)
+    if cp > 1 and attention != "flash":
+        raise ConfigError("--cp needs --attention flash (ring attention is built on the fused kernel)")
+    if tp * pp * dp * cp > devices:
+        what = "tp*pp*cp*dp" if cp > 1 else "tp*pp*dp"
+        raise InfeasibleError(f"the plan needs {what} = {tp * pp * dp * cp} devices but --devices is {devices}")
     if not m.valid_tp(tp):
         raise ConfigError(f"--tp {tp} is not valid for {m.name}: {m.tp_rule}")
     if global_batch % (mbs * dp):
         raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
+    sp = sequence_parallel and tp > 1
+    if tp_overlap and tp > 1 and not sp:
+        raise ConfigError("--tp-overlap needs --sequence-parallel (Transformer Engine overlaps the all-gather / "
+                          "reduce-scatter pairs of sequence parallelism)")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
-                      recompute=recompute, sequence_parallel=sequence_parallel and tp > 1, zero1=zero1)
-    return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
+                      recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
+                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp)
+    return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
+                    memory_reserve_bytes=reserve)
 
 
 def search_spec(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
                 global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
-                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False):
+                recompute_modes=("none", "full"), cluster: str = "flat-4gib", pareto: bool = False,
+                objective: str = "throughput", tdp_w: float | None = None):
     """The SearchSpec ``search`` runs (every input checked; no work done)."""
     from phaze.hardware.presets import get_cluster
     from phaze.hardware.space import resolve_space
@@ -352,21 +406,23 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
-                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto)
+                      cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto,
+                      objective=objective, tdp_w=tdp_w)
 
 
 def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
            global_batch: int = 4096, microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80),
            recompute_modes=("none", "full"), cluster: str = "flat-4gib", store: str = "phaze-results.db",
            workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
-           prune: bool = True, quiet: bool = False, pareto: bool = False):
+           prune: bool = True, quiet: bool = False, pareto: bool = False, objective: str = "throughput",
+           tdp_w: float | None = None):
     """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models``. With
     ``pareto`` the Pareto front of score against area is exact over the whole space (slower); otherwise
     it is the front among the exactly evaluated candidates."""
     from phaze.search import run_search
 
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
-                       recompute_modes, cluster, pareto)
+                       recompute_modes, cluster, pareto, objective, tdp_w)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
                       prune=prune, quiet=quiet)
 

@@ -102,10 +102,19 @@ class AreaModel:
                 + self._sram_glb_um2(np.asarray(glb_bytes, np.float64)))
 
     def area_mm2(self, arch: ArchArrays | Accelerator):
-        """Area in mm^2: an array for ArchArrays, a float for one Accelerator."""
+        """Area in mm^2: an array for ArchArrays, a float for one Accelerator. Chips with the on-chip
+        hierarchy are costed by ``phaze.hardware.chip_area`` (CACTI SRAM macros, network), the paper's
+        template by the formula of the module docstring."""
         one = isinstance(arch, Accelerator)
         a = arch.as_arrays() if one else arch
         out = 1e-6 * self.area_um2_of(a.num_tc, a.tc_rows, a.tc_cols, a.num_vc, a.vc_width, a.glb_bytes)
+        hier = np.asarray(a.glb_banks) > 0
+        if hier.any():
+            from phaze.hardware.chip_area import chip_area_mm2
+
+            idx = np.flatnonzero(hier)
+            out = np.asarray(out, np.float64).copy()
+            out[idx] = chip_area_mm2(a.select(idx), self)
         return float(out[0]) if one else out
 
 

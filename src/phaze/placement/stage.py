@@ -90,8 +90,9 @@ class Topology:
 
     @classmethod
     def of(cls, cluster: Cluster, tp: int, dp: int, pp: int) -> "Topology":
-        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1), cluster.tier_for_group(dp, tp),
-                   cluster.tier_for_group(2, tp * dp), cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp))
+        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1, "tp"), cluster.tier_for_group(dp, tp, "dp"),
+                   cluster.tier_for_group(2, tp * dp, "pp"),
+                   cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp, "dp"))
 
 
 def _vec(f, x):
@@ -195,9 +196,26 @@ def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0):
     return s.weight_bytes + s.grad_bytes + opt - tied_bytes + in_flight * s.activation_bytes + s.working_bytes
 
 
-def exposed_sync_s(sync_s, bwd_s, overlap: bool):
-    """Part of the gradient synchronisation not hidden behind the last microbatch's backward."""
-    return np.maximum(0.0, sync_s - bwd_s) if overlap else sync_s
+# Megatron-LM's gradient buckets: DistributedDataParallelConfig.bucket_size defaults to
+# max(40,000,000, 1,000,000 x data-parallel size) parameters (megatron/core/distributed/
+# distributed_data_parallel_config.py).
+DDP_BUCKET_PARAMS = 40_000_000
+DDP_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
+
+
+def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1):
+    """Part of the gradient synchronisation not hidden behind the last microbatch's backward. Overlapped,
+    the reduce runs bucket by bucket as the backward produces them, so at least the last bucket (the
+    stage's first layers, whose gradients come last) is exposed: max(sync x bucket share, sync - bwd).
+    ``params``: the stage's parameters per device (0: no bucket floor)."""
+    if not overlap:
+        return sync_s
+    bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
+    p = np.asarray(params, dtype=float)
+    share = np.where(p > 0, np.minimum(1.0, bucket / np.maximum(p, 1.0)), 0.0)
+    out = np.maximum(share * sync_s, sync_s - bwd_s)
+    out = np.maximum(0.0, out)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
@@ -254,7 +272,7 @@ def model_totals(c: LayerCosts, L: int) -> ModelTotals:
 def least_sends_s(c: LayerCosts, cluster: Cluster, t: int, d: int) -> tuple[float, float]:
     """The cheapest forward and backward pipeline send any stage boundary of a (t, d) plan can have."""
     E, Bk, H = c.embedding, c.block, c.head
-    tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
+    tier, tt = cluster.tier_for_group(2, t * d, "pp"), cluster.tier_for_group(t, 1, "tp")
     pf = min(float(send_s(c, Bk.boundary_fwd_bytes, tier, tt)), float(send_s(c, E.boundary_fwd_bytes, tier, tt)))
     pb = min(float(send_s(c, Bk.boundary_bwd_bytes, tier, tt)), float(send_s(c, H.boundary_bwd_bytes, tier, tt)))
     return pf, pb

@@ -15,7 +15,7 @@ from pathlib import Path
 from phaze.errors import InfeasibleError, StoreError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.area import area_mm2
-from phaze.hardware.presets import TPUV4_LIKE, get_cluster
+from phaze.hardware.presets import get_cluster
 from phaze.hardware.space import enumerate_space
 from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
@@ -126,17 +126,19 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
         o = b["outcomes"][0]
         acc = cands.arch.accelerator(b["chip"], name=f"phaze-{model.name}")
         rows.append(ReproduceRow(model.name, "phaze", "best", o["throughput_seq_per_s"],
-                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], None, b["hbm_gib"], chip_text(acc),
+                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], o.get("power_w"), b["hbm_gib"],
+                                 chip_text(acc),
                                  o["plan"], o["iteration_time_s"], res.wall_time_s, res.counts["exact"],
                                  res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal")))
-    tpu_area = float(area_mm2(TPUV4_LIKE))
-    tpu_gib = TPUV4_LIKE.hbm_bytes / GiB
-    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, None, tpu_gib,
-                             chip_text(TPUV4_LIKE), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
+    tpu = spec.space.reference  # the TPUv4-like chip of the space's template
+    tpu_area = float(area_mm2(tpu))
+    tpu_gib = tpu.hbm_bytes / GiB
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.get("power_w"),
+                             tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
                              None, None, None, None))
     pt = ref["paper_seq_per_s"]
     rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, None, tpu_gib,
-                             chip_text(TPUV4_LIKE), ref["paper_plan"], spec.global_batch / pt if pt else None,
+                             chip_text(tpu), ref["paper_plan"], spec.global_batch / pt if pt else None,
                              None, None, None, None))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")

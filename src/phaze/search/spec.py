@@ -33,8 +33,20 @@ class SearchSpec:
     # True: prune only candidates a no-larger chip provably beats, so the Pareto front of score against
     # area is exact over the whole space (more exact evaluations); False: prune below the best score
     pareto: bool = False
+    # what the score measures: throughput, throughput per mm^2 or throughput per W of peak power, each
+    # relative to the TPUv4-like chip's (phaze.search.objective)
+    objective: str = "throughput"
+    tdp_w: float | None = None  # chips whose peak power exceeds this are left out
 
     def __post_init__(self) -> None:
+        from phaze.search.objective import OBJECTIVES
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"--objective: unknown objective {self.objective!r}; use {', '.join(OBJECTIVES)}")
+        if self.tdp_w is not None and not (isinstance(self.tdp_w, (int, float)) and self.tdp_w > 0):
+            raise ConfigError(f"--tdp-w must be a positive number of watts, got {self.tdp_w!r}")
+        if (self.objective == "perf-per-watt" or self.tdp_w is not None) and self.space.template != "chip":
+            raise ConfigError("--objective perf-per-watt and --tdp-w need a space with the on-chip hierarchy "
+                              "(the paper's template has no power model); drop --space paper")
         if not self.models:
             raise ConfigError("search needs at least one --model")
         for name, vals in (("--hbm-gib", self.hbm_gib), ("--mbs", self.microbatch_sizes), ("--tp", self.tp_values or (1,))):
@@ -82,6 +94,10 @@ class SearchSpec:
         }
         if self.pareto:  # only when set, so stores written before the option existed still resume
             out["pareto"] = True
+        if self.objective != "throughput":
+            out["objective"] = self.objective
+        if self.tdp_w is not None:
+            out["tdp_w"] = float(self.tdp_w)
         return out
 
     def key(self) -> str:
