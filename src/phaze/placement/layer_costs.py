@@ -154,10 +154,6 @@ def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
 _CACHE: dict[tuple, LayerCosts] = {}
 
 
-def clear_cache() -> None:
-    _CACHE.clear()
-
-
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
                         tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str = "adam",
                         *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
@@ -246,4 +242,4 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",
-           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS", "clear_cache"]
+           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS"]

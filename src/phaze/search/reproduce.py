@@ -21,13 +21,13 @@ from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
 from phaze.schedule import ScheduleCache
 from phaze.search.run import references, run_search
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.spec import SearchSpec
 from phaze.search.spotlight import SAMPLES, spotlight_search
 from phaze.search.store import Store
+from phaze.units import GiB, MiB
 
 PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
 ROLES = ("phaze", "tpuv4-like", "spotlight")
-MiB = 2**20
 
 
 @dataclass(frozen=True)
