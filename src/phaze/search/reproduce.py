@@ -94,7 +94,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
                            baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                           schedule_cache=cache)
+                           schedule_cache=cache, zero1=False)  # the co-search's plan space: no ZeRO-1
             if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
                 best.update(throughput_seq_per_s=res.best.throughput_seq_per_s,
                             iteration_time_s=res.best.iteration_time_s, plan=res.best.plan.describe(), hbm_gib=gib)

@@ -55,7 +55,8 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
             res = optimize(m, chip, cluster, spec.global_batch, devices=spec.devices,
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,),
-                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False)
+                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                           zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
             ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
                        best_mfu=res.best.mfu)
             from phaze.placement.power import plan_power
