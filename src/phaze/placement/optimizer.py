@@ -326,14 +326,16 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
              top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
              seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
              per_stage_recompute: bool = True, attention: str = "standard", precision: str = "fp16",
-             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, **cost_kw) -> PlanResult:
+             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, cp_values: Iterable[int] = (1,),
+             **cost_kw) -> PlanResult:
     """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
     ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
     never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
     give each pipeline stage its own mode. ZeRO-1 is searched (both choices) by default. ``attention``,
     ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
     features every plan runs with; ``memory_reserve_bytes`` is HBM no plan may use. Raises
-    InfeasibleError (one line) when nothing fits."""
+    InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
+    needs flash attention and a sequence divisible by 2 x cp; devices = t x p x cp x d)."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
@@ -352,17 +354,27 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
         # a flash kernel stores no score matrix: selective recompute keeps what "none" keeps and re-runs
         # nothing more, so its plans would repeat the "none" ones
         recompute_modes = tuple(r for r in recompute_modes if r != "selective")
+    cps = tuple(dict.fromkeys(int(c) for c in cp_values))
+    if any(c < 1 for c in cps):
+        raise ConfigError(f"context-parallel sizes must be positive, got {cps}")
+    if any(c > 1 for c in cps) and attention != "flash":
+        raise ConfigError("context parallelism needs flash attention (ring attention on the fused kernel)")
     costs: dict[TrainSetting, LayerCosts] = {}
     for mbs in microbatch_choices(model, microbatch_sizes):
         if global_batch % mbs:
             continue
         for t in tps:
             tier = cluster.tier_for_group(t, 1, "tp")
-            for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
-                for rc in recompute_modes:
-                    s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
-                                    tp_overlap=tp_overlap)
-                    costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **cost_kw)
+            for cp in cps:
+                if t * cp > N:
+                    continue
+                cp_tier = cluster.tier_for_group(cp, t, "cp") if cp > 1 else None
+                for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
+                    for rc in recompute_modes:
+                        s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
+                                        tp_overlap=tp_overlap, cp=cp)
+                        costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer,
+                                                       cp_tier=cp_tier, **cost_kw)
     device = DeviceSpec.of(accelerator, memory_reserve_bytes)
     cands, stats, reason = best_plans_from_costs(
         costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,
