@@ -453,6 +453,14 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
         s.close()
 
 
+def validate_chip():
+    """phaze's GEMM cycles on one tensor core vs ZigZag and SCALE-Sim over the shipped panel
+    (``phaze.validation.chip``; docs/chip-validation.md): a ChipValidationReport with per-case cycles and
+    signed errors, mean and max |error| per tool, and whether the goal (15% max, 5% mean vs ZigZag) is met."""
+    from phaze.validation.chip import validate_chip as run
+    return run()
+
+
 # Reports and settings (HTML, assumption rows): in phaze.api_report, re-exported here so `phaze.api` stays the
 # one surface the CLI calls.
 from phaze.api_report import (check_html_path, exact_rows, load_reproduce_rows, load_search, plan_report,  # noqa: E402

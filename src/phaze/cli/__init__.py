@@ -221,8 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default="phaze-report.html", help="output file (default: phaze-report.html)")
     p.set_defaults(func=c.cmd_report)
 
-    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100)")
+    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100), or "
+                                        "with --chip the GEMM latency vs ZigZag and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases (default: the published ones shipped)")
+    p.add_argument("--chip", action="store_true",
+                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
+                        "shipped panel (docs/chip-validation.md) instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")
