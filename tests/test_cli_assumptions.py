@@ -62,7 +62,7 @@ def test_search_prints_its_setting_first(cli, tmp_path):
     (tmp_path / "m.yaml").write_text("name: tiny\nnum_layers: 4\nhidden: 256\nheads: 4\nffn: 1024\nvocab: 2000\n"
                                      "seq_len: 128\nmax_tp: 2\n")
     (tmp_path / "s.yaml").write_text("num_tc: [1, 4, 16]\nnum_vc: [1, 4]\ntc_widths: [16, 64]\ntc_depths: [16, 64]\n"
-                                     "glb_mib: [2, 32]\n")
+                                     "glb_mib: [2, 32]\ntemplate: paper\n")
     code, out, err = cli("search", "--model", str(tmp_path / "m.yaml"), "--space", str(tmp_path / "s.yaml"),
                          "--devices", "16", "--global-batch", "32", "--mbs", "1,2", "--hbm-gib", "1,2",
                          "--store", str(tmp_path / "r.db"), "--workers", "1")
@@ -85,11 +85,11 @@ def test_an_empty_space_fails_before_a_store_is_written(cli, tmp_path):
 
 def test_arch_explains_the_budget(cli):
     import json
-    code, out, err = cli("arch", "--budget-mm2", "800", "--json")
+    code, out, err = cli("arch", "--space", "paper", "--budget-mm2", "800", "--json")
     d = json.loads(out)
     assert d["axes"]["num_tc"][0] == 1 and d["axes"]["num_tc"][-1] == 4096 and d["axes"]["glb_mib"] == [2, 4, 8, 16, 32, 64, 128]
     assert d["lower_bound_mm2"] == pytest.approx(240.0)
-    code, out, err = cli("arch", "--budget-mm2", "800")
+    code, out, err = cli("arch", "--space", "paper", "--budget-mm2", "800")
     assert "240.00 to 800.00 mm^2" in out and "FEWER chips" in out and "19,325 of 75,712" in out
 
 

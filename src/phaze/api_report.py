@@ -2,7 +2,7 @@
 from its store), a plan and a reproduce run. Re-exported by ``phaze.api``."""
 from __future__ import annotations
 
-from phaze.api import check_positive, resolve_accelerator, resolve_cluster, resolve_model
+from phaze.api import check_ranges, resolve_accelerator, resolve_cluster, resolve_model
 from phaze.errors import ConfigError, PhazeError
 from phaze.hardware.accelerator import Accelerator
 from phaze.workload.config import ModelConfig
@@ -30,7 +30,9 @@ def load_search(store: str):
         rows = s.rows(status="exact")
         statuses = [r.status for r in s.load().values()]
         known = {f for f in DesignSpace.__dataclass_fields__}
-        n_chips = len(enumerate_space(DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})))
+        from phaze.search.objective import apply_tdp
+        n_chips = len(apply_tdp(enumerate_space(DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})),
+                                spec.get("tdp_w")))
         total = n_chips * len(spec["hbm_gib"])
         counts = {"candidates": total, "chips": n_chips, "hbm_sizes": len(spec["hbm_gib"])}
         for st in ("exact", "bounded", "infeasible"):
@@ -45,9 +47,13 @@ def load_search(store: str):
                     top = []
                 if top:
                     per_model.append({"model": m["name"], **top[0]})
+        best, front = (rows[0] if rows else None), pareto_front(rows)
+        explained = s.get_meta("explained")  # the finished search's rows with power and bounds
+        if explained and best is not None and explained["best"]["chip"] == best["chip"]:
+            best, front, per_model = explained["best"], explained["pareto"], explained["per_model"]
     finally:
         s.close()
-    return SearchResult(store, spec, counts, rows[0] if rows else None, refs, pareto_front(rows), 0.0, per_model)
+    return SearchResult(store, spec, counts, best, refs, front, 0.0, per_model)
 
 
 def exact_rows(store: str) -> list[dict]:
@@ -75,40 +81,42 @@ def search_report(result, path: str) -> str:
 
 
 def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
-                 cluster: str | None = None, microbatch_sizes=None, recompute_modes=None,
-                 seq_len: int | None = None) -> list[tuple[str, str]]:
+                 cluster=None, microbatch_sizes=None, recompute_modes=None,
+                 seq_len: int | None = None, attention: str = "flash", precision: str = "bf16",
+                 tp_overlap: bool = False, dp_overlap: bool = False,
+                 memory_reserve_gib: float | None = None) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
+    from phaze.api import _runtime
     from phaze.report.setting import plan_setting as rows
 
-    check_positive(devices=devices, global_batch=global_batch, seq=seq_len)
+    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
+    reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
+    runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
+                   memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
-                recompute_modes)
+                recompute_modes, runtime)
 
 
 def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
-                global_batch: int, cluster: str | None = None, microbatch_sizes=None, recompute_modes=None,
-                seq_len: int | None = None) -> str:
-    """Write the HTML report of a ``plan`` result; returns the path."""
+                global_batch: int, cluster=None, microbatch_sizes=None, recompute_modes=None,
+                seq_len: int | None = None, **runtime) -> str:
+    """Write the HTML report of a ``plan`` result; returns the path. ``runtime``: the runtime features the
+    plan was searched with (``plan``'s attention, precision, tp_overlap, dp_overlap, memory_reserve_gib)."""
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    setting = plan_setting(m, acc, devices, global_batch, cluster, microbatch_sizes, recompute_modes, seq_len)
+    setting = plan_setting(m, acc, devices, global_batch, cluster, microbatch_sizes, recompute_modes, seq_len,
+                           **runtime)
     return write_plan_report(result, path, model=m, accelerator=acc, cluster=resolve_cluster(cluster, acc, devices),
                              global_batch=global_batch, devices=devices, setting=setting)
 
 
 def load_reproduce_rows(path: str) -> list[dict]:
     """The rows of a ``phaze reproduce`` JSON file ({"rows": [...]}, or a bare list)."""
-    import json
-    from pathlib import Path
+    from phaze.fileio import read_data_file
 
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path} is not JSON ({err.msg} at line {err.lineno}); pass a `phaze reproduce` JSON file") from None
+    data = read_data_file(path, "reproduce file", fmt="json")
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{path}: expected {{\"rows\": [{{...}}, ...]}} as `phaze reproduce` writes it")

@@ -7,10 +7,11 @@ from hypothesis import strategies as st
 from phaze.cost import gemm_cycles, gemm_hbm_bytes, gemm_latency_s, op_latency_s
 from phaze.errors import ConfigError
 from phaze.hardware import Accelerator, ArchArrays, enumerate_space
+from phaze.hardware.space import PAPER_SPACE
 from phaze.workload.ops import Gemm
 
 MiB = 2**20
-CANDS = enumerate_space()
+CANDS = enumerate_space(PAPER_SPACE)  # the paper template (the chip model: test_cost_chip.py)
 
 
 def chip(num_tc=1, rows=128, cols=128, glb=2 * MiB, bw=1200e9, **kw):

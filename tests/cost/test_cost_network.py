@@ -6,6 +6,7 @@ from phaze.cost import (all_gather_latency_s, allreduce_latency_s, collective_la
                         p2p_latency_s, reduce_scatter_latency_s)
 from phaze.errors import ConfigError
 from phaze.hardware import NetworkTier, enumerate_space, get_cluster
+from phaze.hardware.space import PAPER_SPACE
 from phaze.workload.ops import Collective
 
 TIER = NetworkTier("t", 8, 100e9, 1e-6, 0.5)   # effective 50e9 B/s
@@ -45,7 +46,7 @@ def test_paper_network_and_dgx():
 
 
 def test_op_latency_collective_is_per_chip_constant():
-    arch = enumerate_space().arch
+    arch = enumerate_space(PAPER_SPACE).arch
     lat = op_latency_s(Collective("ar", "all_reduce", 10**8, 8), arch, 1, TIER)
     assert lat.shape == (len(arch),) and np.all(lat == allreduce_latency_s(10**8, 8, TIER))
 

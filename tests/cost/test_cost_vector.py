@@ -7,9 +7,10 @@ from hypothesis import strategies as st
 from phaze.cost import core_modes, op_latency_s, vector_latency_s
 from phaze.errors import ConfigError
 from phaze.hardware import Accelerator, enumerate_space
+from phaze.hardware.space import PAPER_SPACE
 from phaze.workload.ops import Collective, VectorOp
 
-CANDS = enumerate_space()
+CANDS = enumerate_space(PAPER_SPACE)  # the paper template (the chip model: test_cost_chip.py)
 
 
 def chip(num_vc=8, lanes=128, bw=1200e9, **kw):

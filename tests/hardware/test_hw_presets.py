@@ -6,7 +6,7 @@ from phaze.hardware import ACCELERATORS, CLUSTERS, get_accelerator, get_cluster
 
 
 def test_names():
-    assert set(ACCELERATORS) == {"tpuv4-like", "a100-80g", "h100-80g"}
+    assert set(ACCELERATORS) == {"tpuv4-like", "tpuv4-like-paper", "tpuv4", "a100-80g", "h100-80g"}
     assert set(CLUSTERS) == {"dgx-a100", "dgx-h100", "flat-4gib"}
 
 
@@ -26,9 +26,25 @@ def test_h100_datasheet():
 
 
 def test_tpuv4_like_template():
+    for name in ("tpuv4-like", "tpuv4-like-paper"):  # the paper's chip, with and without the hierarchy
+        t = get_accelerator(name)
+        assert (t.num_tc, t.tc_rows, t.tc_cols, t.num_vc, t.vc_width, t.glb_bytes) == (8, 128, 128, 2, 128, 128 * 2**20)
+        assert t.hbm_bytes == 32 * 2**30 and t.hbm_bandwidth_Bps == 1200e9 and t.freq_hz == 1e9
+    assert not get_accelerator("tpuv4-like-paper").has_hierarchy
     t = get_accelerator("tpuv4-like")
-    assert (t.num_tc, t.tc_rows, t.tc_cols, t.num_vc, t.vc_width, t.glb_bytes) == (8, 128, 128, 2, 128, 128 * 2**20)
-    assert t.hbm_bytes == 32 * 2**30 and t.hbm_bandwidth_Bps == 1200e9 and t.freq_hz == 1e9
+    # the space's rule: 2 weight tiles of 128x128 bf16, 8R rows of 128 fp32 sums, 64 x 256 B GLB ports,
+    # links as wide as a bank port (a core's demand, 512 B, is wider)
+    assert (t.tc_operand_bytes, t.tc_acc_bytes) == (2 * 128 * 128 * 2, 8 * 128 * 128 * 4)
+    assert (t.glb_banks, t.glb_bank_width_bytes, t.noc, t.noc_link_bytes) == (64, 256, "crossbar", 256)
+    assert t.glb_bandwidth_Bps == 64 * 256 * 1e9
+
+
+def test_tpuv4_public_figures():
+    t = get_accelerator("tpuv4")
+    assert t.peak_matrix_flops == pytest.approx(275e12, rel=5e-3)   # Jouppi et al. ISCA 2023: 275 TFLOP/s bf16
+    assert t.num_tc == 2 * 4 and t.num_vc * t.vc_width == 2 * 128 * 8 * 2   # 2 TensorCores, 4 MXUs, 128x8x2 VPU
+    assert (t.hbm_bytes, t.hbm_bandwidth_Bps, t.glb_bytes) == (32 * 2**30, 1200e9, 128 * 2**20)
+    assert t.tc_operand_bytes * 4 == 16 * 2**20 and t.has_hierarchy     # 16 MiB VMEM per TensorCore
 
 
 def test_efficiencies_are_fractions():

@@ -1,4 +1,5 @@
-"""The default design space reproduces the reference: 29,360 candidates, 4,186 TC and 697 VC configs."""
+"""The paper's design space (``--space paper``) reproduces the reference: 29,360 candidates, 4,186 TC and
+697 VC configs; the default space adds the on-chip hierarchy."""
 import time
 
 import numpy as np
@@ -6,21 +7,23 @@ import pytest
 
 from phaze.errors import ConfigError
 from phaze.hardware import DesignSpace, area_mm2, enumerate_space, load_space, space_summary
-from phaze.hardware.space import pow2_range, space_from_dict
+from phaze.hardware.space import PAPER_SPACE, pow2_range, resolve_space, space_from_dict
 
 MiB = 2**20
 
 
 @pytest.fixture(scope="module")
 def cands():
-    return enumerate_space()
+    return enumerate_space(PAPER_SPACE)
 
 
 def test_default_space_counts(cands):
     assert len(cands) == 29_360
     assert cands.num_tc_configs == 4_186
     assert cands.num_vc_configs == 697
-    assert DesignSpace().raw_size == 75_712
+    assert PAPER_SPACE.raw_size == 75_712
+    assert resolve_space("paper") == PAPER_SPACE
+    assert not np.any(cands.arch.glb_banks)  # the paper's template: no hierarchy
 
 
 def test_area_range_and_budget(cands):
@@ -46,21 +49,23 @@ def test_areas_match_area_model(cands):
 
 def test_enumeration_is_fast():
     t = time.perf_counter()
-    enumerate_space()
+    enumerate_space(PAPER_SPACE)
     assert time.perf_counter() - t < 1.0
 
 
 def test_other_budget_and_ranges():
-    smaller = enumerate_space(DesignSpace(budget_mm2=100.0))
+    from dataclasses import replace
+    smaller = enumerate_space(replace(PAPER_SPACE, budget_mm2=100.0))
     assert 0 < len(smaller) < 29_360 and smaller.area_mm2.max() <= 100.0
-    tiny = enumerate_space(DesignSpace(num_tc=(8,), num_vc=(2,), tc_widths=(128,), tc_depths=(128,), glb_bytes=(128 * MiB,)))
+    tiny = enumerate_space(DesignSpace(num_tc=(8,), num_vc=(2,), tc_widths=(128,), tc_depths=(128,), glb_bytes=(128 * MiB,),
+                                       template="paper"))
     assert len(tiny) == 1 and tiny.arch.num_tc[0] == 8
-    hbm = enumerate_space(hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=2e12, freq_hz=1.5e9)
+    hbm = enumerate_space(PAPER_SPACE, hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=2e12, freq_hz=1.5e9)
     assert np.all(hbm.arch.hbm_bytes == 80 * 10**9) and np.all(hbm.arch.freq_hz == 1.5e9)
 
 
 def test_summary():
-    s = space_summary()
+    s = space_summary("paper")
     assert (s["candidates"], s["tc_configs"], s["vc_configs"]) == (29_360, 4_186, 697)
     assert s["budget_mm2"] == pytest.approx(278.83, abs=0.01)
 

@@ -50,8 +50,19 @@ def test_search_report_is_complete_and_self_contained(tiny_search, tmp_path):
     assert "TPUv4-like chip, best plan (score 1)" in html and ">winner<" in html
     assert "HBM capacity 1 GiB" in html or "HBM capacity 2 GiB" in html
     assert "Where the iteration time goes" in html and "tensor cores (" in html  # breakdown and Gantt lanes
-    assert "no power figure" in html  # this chip model has none: said, not crashed
+    # the chip template has a power model: the winner and the front carry power_w, so the front against
+    # power is drawn (the paper's template has none: see test_paper_space_report_says_no_power)
+    assert b.get("power_w") is not None and "Score against chip power" in html
     assert not (tmp_path / "r.html.part").exists()
+
+
+def test_paper_space_report_says_no_power(tiny_search):
+    """The paper's template has no power model (power_w None): the report says so instead of crashing."""
+    res, rows = tiny_search
+    from dataclasses import replace
+    best = dict(res.best, power_w=None)
+    html = search_report_html(replace(res, best=best), [dict(r, power_w=None) for r in rows], details=[])
+    assert "no power figure" in html
 
 
 def test_report_shows_power_when_rows_have_it(tiny_search):
@@ -161,7 +172,7 @@ def test_report_needs_one_source(cli, tmp_path):
     assert code == 2 and "exactly one of --store" in err
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = cli("report", "--reproduce", str(tmp_path / "bad.json"), "--html", str(tmp_path / "x.html"))
-    assert code == 2 and "is not JSON" in err
+    assert code == 2 and "does not parse as JSON" in err
 
 
 def test_missing_matplotlib_fails_before_the_search(tmp_path, cli, monkeypatch):

@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from phaze.hardware.presets import get_cluster
-from phaze.hardware.space import enumerate_space
+from phaze.hardware.space import PAPER_SPACE, enumerate_space
 from phaze.schedule import SchedOp, ScheduleProblem, build_problem, solve, validate
 from phaze.schedule.bnb import solve_bnb
 from phaze.schedule.heuristic import assign_cores, list_schedule, to_scheduled_ops
@@ -142,7 +142,7 @@ def test_unsorted_and_dominated_modes_map_back_to_the_input_indices():
 
 
 # Hard backward blocks of benchmarks/bench_schedule.py (cases(20)), rebuilt the same way: model, t, chip
-# (candidate index of enumerate_space()), CP-SAT's 1 s result at the time of writing in the comment.
+# (candidate index of enumerate_space(PAPER_SPACE)), CP-SAT's 1 s result at the time of writing in the comment.
 HARD = [
     ("gpt3-175b", 1, 16438),  # CP-SAT: optimal 5.92356e-02 found, not proven in 10 s
     ("opt-350m", 1, 14782),
@@ -157,7 +157,7 @@ HARD = [
 
 @pytest.fixture(scope="module")
 def space():
-    return enumerate_space()
+    return enumerate_space(PAPER_SPACE)
 
 
 def hard_problem(space, model_name, tp, cand):

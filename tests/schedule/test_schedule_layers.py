@@ -5,7 +5,7 @@ import pytest
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.presets import get_accelerator, get_cluster
-from phaze.hardware.space import enumerate_space
+from phaze.hardware.space import PAPER_SPACE, enumerate_space
 from phaze.schedule import build_problem, layer_time_bounds, lower_bound_s, solve, validate
 from phaze.workload.config import TrainSetting
 from phaze.workload.graphs import layer_graph
@@ -14,9 +14,12 @@ from phaze.workload.zoo import get_model
 
 @pytest.fixture(scope="module")
 def chips():
-    cands = enumerate_space()
+    cands = enumerate_space(PAPER_SPACE)
     idx = np.random.default_rng(1).choice(len(cands), size=6, replace=False)
-    return [get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
+    chip = enumerate_space()  # the default space: chips with the on-chip hierarchy
+    jdx = np.random.default_rng(2).choice(len(chip), size=4, replace=False)
+    return ([get_accelerator("tpuv4-like")] + [cands.arch.accelerator(int(i)) for i in idx]
+            + [chip.arch.accelerator(int(j)) for j in jdx])
 
 
 @pytest.mark.parametrize("layer,direction,tp", [("block", "fwd", 1), ("block", "fwd", 8), ("block", "bwd", 1),

@@ -48,7 +48,8 @@ def test_search_json_then_results(capsys, files):
     assert res["counts"]["candidates"] == res["counts"]["chips"] * 2
     assert sum(res["counts"][k] for k in ("exact", "bounded", "pruned", "infeasible")) == res["counts"]["candidates"]
     best = res["best"]
-    assert best["area_mm2"] <= 278.83  # the default budget: the TPUv4-like chip
+    from phaze.hardware import area_mm2, get_accelerator
+    assert best["area_mm2"] <= area_mm2(get_accelerator("tpuv4-like"))  # the default budget: the TPUv4-like chip
     assert best["outcomes"][0]["plan_json"]["tp"] * best["outcomes"][0]["plan_json"]["pp"] * \
         best["outcomes"][0]["plan_json"]["dp"] <= 16
     code, out, err = run(capsys, "results", "show", "--store", str(files / "r.db"), "--top", "3", "--json")

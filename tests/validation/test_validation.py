@@ -18,12 +18,13 @@ def report():
 
 
 def test_time_cases_within_bounds(report):
-    assert len(report.time) == 4
-    for r in report.time:
+    kort = [r for r in report.time if r.group.startswith("Korthikanti")]
+    assert len(kort) == 4
+    for r in kort:
         assert abs(r.error_pct) <= TIME_BOUND_PCT[(r.model.name, r.mode)], r
         assert r.error_pct == pytest.approx((r.predicted_s - r.measured_s) / r.measured_s * 100)
-    assert report.time_mean_abs_pct <= 2.5
-    assert report.time_max_abs_pct <= 3.0
+    g = next(g for g in report.groups if g.group.startswith("Korthikanti"))
+    assert g.time_mean_abs_pct <= 2.5 and g.time_max_abs_pct <= 3.0
 
 
 def test_memory_cases_within_bounds(report):
@@ -36,7 +37,7 @@ def test_memory_cases_within_bounds(report):
 
 def test_models_follow_the_file():
     cases = load_cases()
-    gpt = next(c for c in cases.time if c.model.name == "gpt3-175b")
+    gpt = next(c for c in cases.time if c.model.name == "gpt3-175b" and c.group.startswith("Korthikanti"))
     assert gpt.model.vocab == 51200 and gpt.model.mlp == "gelu" and gpt.model.tied_embeddings
     assert "Korthikanti" in cases.source
 
@@ -60,7 +61,7 @@ def test_user_file_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("{not json", "not valid JSON"),
+    ("{not json", "does not parse as JSON"),
     ("[]", "expected a JSON object"),
     (json.dumps({"models": {}}), "source"),
     (json.dumps({"source": "x", "models": {}, "iteration_time_s": [

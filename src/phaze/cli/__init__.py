@@ -41,24 +41,41 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
-                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+                   help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--devices", type=int, required=True, help="devices available (required)")
     p.add_argument("--global-batch", type=int, required=True, help="sequences per iteration (required)")
-    p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N (default: "
-                                                   "dgx-a100 for a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
+    p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N, or a YAML/JSON "
+                                                   "cluster file (docs/cluster-file.md) (default: dgx-a100 for "
+                                                   "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
+    p.add_argument("--attention", choices=("standard", "flash"), default="flash",
+                   help="attention kernel: flash never stores the score matrix and has its own time model; "
+                        "standard materialises it (default: flash)")
+    p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default="bf16",
+                   help="GEMM number format; fp8 runs the blocks' linear layers on FP8 tensor cores "
+                        "(Transformer Engine; H100) (default: bf16)")
+    p.add_argument("--tp-overlap", action="store_true",
+                   help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
+                        "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
+    p.add_argument("--dp-overlap", action="store_true",
+                   help="overlap the data-parallel gradient reduce with the backward pass, bucketed "
+                        "(default: off)")
+    p.add_argument("--memory-reserve-gib", type=float, default=None,
+                   help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
+                        "fragmentation) (default: 3)")
 
 
 def _chip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo name, a YAML/JSON model file, hf:CONFIG.json, a traced FILE.json or "
                                                     "torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
-                   help="tpuv4-like | a100-80g | h100-80g or a YAML/JSON chip file (required)")
+                   help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--cluster", default=None, help="network for tensor-parallel collectives (default: dgx-a100 for "
                                                    "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from phaze import api
     from phaze.cli import commands as c
 
     ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
@@ -92,11 +109,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("arch", help="accelerator presets and the architecture design space: each axis's values, "
                                     "the area window, the number of chips kept")
-    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
-                                                      "(docs/space-file.md) (default: default)")
+    p.add_argument("--space", default="default", help="'default' (the chip space with GLB banks, core buffers and "
+                                                      "network), 'paper' (the paper's 29,360 chips and areas) or a "
+                                                      "YAML/JSON space file (docs/space-file.md) (default: default)")
     p.add_argument("--budget-mm2", type=float, default=None,
                    help="area budget; chips between 0.3 x budget and the budget are kept (default: the TPUv4-like "
-                        "chip's area, 278.83 mm^2)")
+                        "chip's area under the space's area model; 278.83 mm^2 for --space paper)")
+    p.add_argument("--chip", default=None, metavar="NAME",
+                   help="print one chip (a preset or chip file) in the chip-file format; with --json save it as "
+                        "FILE.json and pass --accelerator FILE.json (default: none)")
     p.set_defaults(func=c.cmd_arch)
 
     p = sub.add_parser("estimate", help="per-op latency table and per-layer totals on one chip")
@@ -106,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schedule", help="optimal per-layer operator schedules on tensor and vector cores")
     _chip_args(p)
-    p.add_argument("--layer", choices=("embedding", "block", "head"), action="append", default=None,
+    p.add_argument("--layer", choices=api.LAYER_KINDS, action="append", default=None,
                    help="layer kind(s) to schedule, repeatable (default: all three)")
     p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer in seconds; a node "
                    "and work budget derived from it ends the search (default: 5.0)")
@@ -139,16 +160,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
     p.add_argument("--zero1", action="store_true",
                    help="shard optimizer state over data-parallel ranks (default: off)")
+    p.add_argument("--cp", type=int, default=1,
+                   help="context parallelism: each sequence split over N devices, ring attention between them "
+                        "(needs --attention flash; devices = tp x pp x cp x dp) (default: 1)")
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")
     p.add_argument("--model", action="append", required=True,
                    help="zoo name, model file, hf:CONFIG.json, traced FILE.json or "
                         "torch:MODULE:FACTORY; repeat for several models (required)")
-    p.add_argument("--space", default="default", help="'default' (the paper's space) or a YAML/JSON space file "
-                                                      "(default: default)")
+    p.add_argument("--space", default="default", help="'default' (the chip space with GLB banks, core buffers and "
+                                                      "network), 'paper' (the paper's 29,360 chips, their areas and "
+                                                      "cost model) or a YAML/JSON space file (default: default)")
     p.add_argument("--budget-mm2", type=float, default=None, help="area budget; chips between 0.3 x budget and the "
-                   "budget are searched (default: the TPUv4-like chip's area, 278.83 mm^2)")
+                   "budget are searched (default: the TPUv4-like chip's area under the space's area model; "
+                   "278.83 mm^2 for --space paper)")
     p.add_argument("--devices", type=int, default=1024, help="devices in the cluster (default: 1024, the paper's)")
     p.add_argument("--global-batch", type=int, default=4096, help="sequences per iteration (default: 4096)")
     p.add_argument("--mbs", type=_int_list, default=(1, 2, 4, 8), help="microbatch sizes (default: 1,2,4,8)")
@@ -169,6 +195,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly, slow (default: off)")
     p.add_argument("--pareto", action="store_true",
                    help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
+    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "latency", "edp"),
+                   default=None,
+                   help="co-search: what the score measures, each relative to the TPUv4-like chip: throughput, "
+                        "throughput per mm^2, or throughput per W of peak power (default: throughput); "
+                        "--baseline spotlight: latency or edp (default: latency)")
+    p.add_argument("--tdp-w", type=float, default=None,
+                   help="leave out chips whose peak power exceeds this many watts (default: no limit)")
     p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
     p.add_argument("--html", default=None, help="write a self-contained HTML report to this .html file "
                                                 "(default: none)")
@@ -176,9 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="instead of the co-search, the Spotlight-style baseline: Bayesian optimisation of one chip "
                         "for the forward + backward latency of the model's layers, then its best plan and the "
                         "paper's plan (one --model; no store; default: off)")
-    p.add_argument("--objective", choices=("latency", "edp"), default="latency",
-                   help="--baseline spotlight: what the chip is optimised for (edp needs a chip model with "
-                        "energy; default: latency)")
     p.add_argument("--seed", type=int, default=0, help="--baseline spotlight: random seed (default: 0)")
     p.add_argument("--samples", type=int, default=100,
                    help="--baseline spotlight: chips evaluated in all, 10 of them random warm-up (default: 100)")
@@ -221,9 +251,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--html", default="phaze-report.html", help="output file (default: phaze-report.html)")
     p.set_defaults(func=c.cmd_report)
 
-    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100), or "
-                                        "with --chip the GEMM latency vs ZigZag and SCALE-Sim")
-    p.add_argument("--cases", default=None, help="a JSON file of cases (default: the published ones shipped)")
+    p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
+                                        "DGX H100), a table per source; with --chip the GEMM latency vs ZigZag "
+                                        "and SCALE-Sim")
+    p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
+                                                 "published ones shipped)")
+    p.add_argument("--held-out", action="store_true",
+                   help="the shipped published runs the model is never tuned on, instead (default: off)")
     p.add_argument("--chip", action="store_true",
                    help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
                         "shipped panel (docs/chip-validation.md) instead (default: off)")
@@ -241,9 +275,40 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C (workers stopped, finished results kept)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+# Exit statuses of the shell convention 128 + signal number: SIGINT (Ctrl-C) 130, SIGPIPE 141, SIGTERM 143.
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         return args.func(args) or 0
     except PhazeError as err:
@@ -251,7 +316,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("phaze: interrupted; finished results are kept (use --resume where supported)", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("phaze: terminated (SIGTERM); finished results are kept (use --resume where supported)",
+              file=sys.stderr)
+        return EXIT_TERMINATED
+    except BrokenPipeError:  # the reader of our output went away (e.g. `phaze models | head -1`): end quietly
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import sys
 
 from phaze import api
 from phaze.errors import ConfigError
-from phaze.report.jsonable import dumps, to_jsonable
+from phaze.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
 
 
@@ -19,13 +19,10 @@ def _out(args: argparse.Namespace, data, *tables) -> int:
 
 
 def cmd_models(args) -> int:
-    from phaze.workload.memory import param_count
-    from phaze.workload.zoo import list_models
-
-    models = list_models()
-    data = [dict(to_jsonable(m), params=param_count(m)) for m in models]
+    zoo = api.models()
+    data = [dict(to_jsonable(z.model), params=z.params) for z in zoo]
     rows = [(m.name, m.num_layers, m.hidden, m.heads, m.num_kv_heads, m.ffn, m.vocab, m.seq_len, m.mlp,
-             m.max_tp, si(param_count(m))) for m in models]
+             m.max_tp, si(z.params)) for z, m in ((z, z.model) for z in zoo)]
     return _out(args, data, table("model zoo", ["name", "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq",
                                                 "mlp", "max tp", "params"], rows))
 
@@ -59,9 +56,6 @@ def _check_table(chk):
 
 
 def cmd_import_model(args) -> int:
-    from phaze.workload.ops import Gemm
-    from phaze.workload.zoo import model_to_yaml
-
     res = api.import_model(args.config, args.output, args.torch, args.mbs, args.seq)
     if args.torch is None:
         if args.json:
@@ -69,16 +63,15 @@ def cmd_import_model(args) -> int:
         elif args.output:
             print(f"{res.name}: written to {args.output} (use it as --model {args.output})")
         else:
-            print(model_to_yaml(res), end="")
+            print(api.model_file_text(res), end="")
         return 0
     layers = table(f"{res.source}: traced forward (mbs {res.microbatch_size}, seq {res.seq_len})",
                    ["layer", "count", "ops", "GEMMs", "GEMM FLOPs", "vector FLOPs", "edges"],
-                   [(l.kind, l.count, len(l.graph.ops), sum(isinstance(o, Gemm) for o in l.graph.ops),
+                   [(l.kind, l.count, len(l.graph.ops), len(l.graph.gemms),
                      si(l.graph.gemm_flops), si(l.graph.flops - l.graph.gemm_flops), len(l.graph.edges))
                     for l in res.layers])
     gemms = table("GEMMs per layer kind (batch x M x N x K)", ["layer", "op", "batch", "M", "N", "K"],
-                  [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.ops
-                   if isinstance(o, Gemm)])
+                  [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.gemms])
     unmapped = table("unmapped ATen ops", ["op", "count", "FLOPs", "share of FLOPs"],
                      [(u.aten_op, u.count, si(u.flops), f"{u.flops_share:.4%}") for u in res.unmapped])
     plannable = (f"yes: --model {args.output}" if args.output and args.output.lower().endswith(".json")
@@ -96,19 +89,16 @@ def cmd_import_model(args) -> int:
 
 
 def cmd_arch(args) -> int:
-    from phaze.hardware.area import area_mm2
-    from phaze.hardware.presets import ACCELERATORS
-    from phaze.hardware.space import space_summary
-
-    presets = []
-    for name, acc in ACCELERATORS.items():
-        presets.append({"name": name, "num_tc": acc.num_tc, "tc": f"{acc.tc_rows}x{acc.tc_cols}",
-                        "num_vc": acc.num_vc, "vc_width": acc.vc_width, "glb_bytes": acc.glb_bytes,
-                        "hbm_bytes": acc.hbm_bytes, "hbm_bandwidth_Bps": acc.hbm_bandwidth_Bps,
-                        "area_mm2": float(area_mm2(acc.as_arrays())[0]),
-                        "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops})
-    summary = space_summary(args.space, args.budget_mm2)
-    data = dict(summary, presets=presets)
+    if args.chip:  # one chip in the chip-file format (docs/chip-file.md): save it, edit it, pass --accelerator
+        name, chip = api.chip_file(args.chip)
+        if args.json:
+            print(dumps(chip))
+            return 0
+        return _out(args, chip, table(f"{name} as a chip file (--json prints it to save)", ["field", "value"],
+                                      list(chip.items()), left=True))
+    data = api.arch(args.space, args.budget_mm2)
+    presets = data["presets"]
+    summary = {k: v for k, v in data.items() if k != "presets"}
     t1 = table("accelerator presets (area from the Phaze template's 22 nm model)",
                ["name", "TC", "VC", "GLB", "HBM", "HBM BW", "area mm^2", "matrix peak", "vector peak"],
                [(p["name"], f"{p['num_tc']} x {p['tc']}", f"{p['num_vc']} x {p['vc_width']}", gib(p["glb_bytes"]),
@@ -130,7 +120,7 @@ def cmd_arch(args) -> int:
 
 
 def cmd_estimate(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp)
     e = api.estimate(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
                      args.recompute, args.cluster)
     ops = table(f"{e.model} on {e.accelerator.name}: per-op latency", ["layer", "dir", "op", "unit", "FLOPs", "bytes",
@@ -145,7 +135,7 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
     if args.gantt:
         from phaze.report.gantt import check_gantt_path
         check_gantt_path(args.gantt)
@@ -170,13 +160,21 @@ def cmd_schedule(args) -> int:
     return _out(args, data, t)
 
 
+def _runtime_kw(args) -> dict:
+    return dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
+                dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib)
+
+
 def _eval_rows(evs) -> list[tuple]:
-    return [(e.plan.describe() if hasattr(e.plan, "describe") else "", si(e.iteration_time_s, "s"),
-             f"{e.throughput_seq_per_s:.2f}", f"{e.mfu:.1%}", gib(e.memory_bytes_per_device),
+    return [(e.plan.describe() if hasattr(e.plan, "describe") else "",
+             f"{e.devices_used}/{e.devices_given}" if e.devices_given else f"{e.devices_used}",
+             si(e.iteration_time_s, "s"),
+             f"{e.throughput_seq_per_s:.2f}", f"{e.mfu:.1%}",
+             f"{gib(e.memory_bytes_per_device)} of {gib(e.memory_capacity_bytes)}",
              "yes" if e.fits else f"no (+{gib(e.memory_excess_bytes)} on stage {e.oom_stage})") for e in evs]
 
 
-_EVAL_COLS = ["plan", "iteration", "seq/s", "MFU", "memory/dev", "fits"]
+_EVAL_COLS = ["plan", "devices used/given", "iteration", "seq/s", "MFU", "memory/dev of usable", "fits"]
 
 
 def _breakdown_table(e) -> object:
@@ -198,25 +196,26 @@ def cmd_plan(args) -> int:
     if not args.json:
         print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
                                                                 args.global_batch, args.cluster, args.mbs,
-                                                                args.recompute, args.seq)))
+                                                                args.recompute, args.seq, **_runtime_kw(args))))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
-                   args.recompute, args.seq, args.top)
+                   args.recompute, args.seq, args.top, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
-                                  args.cluster, args.mbs, args.recompute, args.seq)
+                                  args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
         if not args.quiet:
             print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
-                              ("-", "-", "-", "-", "-", f"not built: {b.reason}")) for b in res.baselines]
+                              ("-", "-", "-", "-", "-", "-", f"not built: {b.reason}"))
+                 + (b.note or b.reason or "",) for b in res.baselines]
     t1 = table("best plan and alternatives", _EVAL_COLS, _eval_rows((res.best,) + tuple(res.alternatives)))
-    t2 = table("baselines (evaluated separately)", ["baseline"] + _EVAL_COLS, base_rows)
+    t2 = table("baselines (evaluated separately)", ["baseline"] + _EVAL_COLS + ["note"], base_rows)
     return _out(args, res.to_dict(), t1, _breakdown_table(res.best), t2)
 
 
 def cmd_evaluate(args) -> int:
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, args.tp, args.pp, args.dp,
                           args.mbs, args.interleave, args.recompute, args.sequence_parallel, args.zero1,
-                          args.cluster, args.seq)
+                          args.cluster, args.seq, cp=args.cp, **_runtime_kw(args))
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
     t2 = table("iteration breakdown", ["part", "time"],
                [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",
@@ -225,32 +224,38 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from phaze.validation import validate
-
-    from phaze.progress import Progress
-
     if args.chip:
         return _validate_chip(args)
-
-    r = validate(args.cases, progress=Progress(args.quiet or args.json, prefix="phaze validate"))
-    t1 = table(f"iteration time: predicted vs measured ({r.source.split(',')[0]})",
-               ["case", "mode", "plan", "predicted", "measured", "error"],
-               [(x.case, x.mode, x.plan.describe(), f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s",
-                 f"{x.error_pct:+.2f}%") for x in r.time])
-    t2 = table("memory per GPU, first stage (transformer blocks, as published)",
-               ["case", "quantity", "mode", "predicted", "measured", "error", "our whole stage"],
-               [(x.case, x.quantity, x.mode, f"{x.predicted_gib:.3f} GiB", f"{x.measured_gib:.3f} GiB",
-                 f"{x.error_pct:+.2f}%", f"{x.stage_total_gib:.2f} GiB") for x in r.memory])
-    t3 = table("summary", ["quantity", "mean |error|", "max |error|"],
-               [("iteration time", f"{r.time_mean_abs_pct:.2f}%", f"{r.time_max_abs_pct:.2f}%"),
-                ("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%")])
-    return _out(args, r.to_dict(), t1, t2, t3)
+    cases = "held-out" if getattr(args, "held_out", False) else args.cases
+    r = api.validate(cases, quiet=args.quiet or args.json)
+    tables = []
+    for g in r.groups:
+        rows = [(x.case, x.plan.describe(), f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s", f"{x.error_pct:+.2f}%",
+                 "yes" if x.fits else f"NO ({x.memory_gib:.1f} > {x.capacity_gib:.1f} GiB)")
+                for x in r.time if x.group == g.group]
+        rows.append(("mean / max |error|", "", "", "", f"{g.time_mean_abs_pct:.2f}% / {g.time_max_abs_pct:.2f}%",
+                     f"{g.fitting} of {g.cases}"))
+        tables.append(table(f"iteration time, {g.group}: predicted vs measured",
+                            ["case", "plan", "predicted", "measured", "error", "fits"], rows))
+    if r.memory:
+        tables.append(table("memory per GPU, first stage (transformer blocks, as published)",
+                            ["case", "quantity", "mode", "predicted", "measured", "error", "our whole stage"],
+                            [(x.case, x.quantity, x.mode, f"{x.predicted_gib:.3f} GiB", f"{x.measured_gib:.3f} GiB",
+                              f"{x.error_pct:+.2f}%", f"{x.stage_total_gib:.2f} GiB") for x in r.memory]))
+    summary = [(f"iteration time, {g.group} ({g.cases})", f"{g.time_mean_abs_pct:.2f}%", f"{g.time_max_abs_pct:.2f}%",
+                f"{g.fitting} of {g.cases}") for g in r.groups]
+    summary.append((f"iteration time, all ({len(r.time)})", f"{r.time_mean_abs_pct:.2f}%",
+                    f"{r.time_max_abs_pct:.2f}%", f"{sum(g.fitting for g in r.groups)} of {len(r.time)}"))
+    if r.memory:
+        summary.append(("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%", ""))
+    tables.append(table("summary", ["quantity", "mean |error|", "max |error|", "fits"], summary))
+    return _out(args, r.to_dict(), *tables)
 
 
 def _validate_chip(args) -> int:
-    if args.cases:
-        raise ConfigError("validate: --cases is for the published measurements; --chip uses the shipped GEMM "
-                          "panel (drop one of them)")
+    if args.cases or getattr(args, "held_out", False):
+        raise ConfigError("validate: --cases and --held-out are for the published measurements; --chip uses the "
+                          "shipped GEMM panel (drop one of them)")
     r = api.validate_chip()
 
     def cyc(v):
@@ -275,7 +280,8 @@ def _validate_chip(args) -> int:
 def _search_kw(args) -> dict:
     return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
-                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto)
+                recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
+                objective=getattr(args, "objective", None) or "throughput", tdp_w=getattr(args, "tdp_w", None))
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
@@ -308,8 +314,9 @@ def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str |
 def cmd_search(args) -> int:
     if args.baseline == "spotlight":
         return _spotlight(args)
-    if args.objective != "latency":
-        raise ConfigError("--objective is an option of --baseline spotlight (the co-search maximises throughput)")
+    if args.objective in ("latency", "edp"):
+        raise ConfigError(f"--objective {args.objective} is an option of --baseline spotlight; the co-search takes "
+                          f"throughput, perf-per-area or perf-per-watt")
     return _search_and_report(args, _search_kw(args), args.store, args.html, args.plot)
 
 
@@ -320,8 +327,13 @@ def _spotlight(args) -> int:
         if getattr(args, flag):
             raise ConfigError(f"--{flag.replace('_', '-')} is an option of the co-search, not of --baseline "
                                   f"spotlight")
-    kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto")}
-    res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective,
+    if args.objective not in (None, "latency", "edp"):
+        raise ConfigError(f"--objective {args.objective} is an option of the co-search; --baseline spotlight takes "
+                          f"latency or edp")
+    if args.tdp_w is not None:
+        raise ConfigError("--tdp-w is an option of the co-search, not of --baseline spotlight")
+    kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto", "objective", "tdp_w")}
+    res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective or "latency",
                         workers=args.workers, quiet=args.json or args.quiet, **kw)
     return _out(args, res, *spotlight_tables(res))
 

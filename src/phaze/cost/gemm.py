@@ -25,6 +25,10 @@ latency_s = max(compute_s, memory_s) + op_overhead_s.
 Bandwidth assumptions: the cores share the GLB capacity and the HBM bandwidth, but each core has its
 own GLB operand port sized to feed its array every cycle (R + C words in, C out) -- unlike the
 reference, whose cores share one 64-word/cycle port so that extra tensor cores barely help.
+
+All of the above is the paper's template (chips without the on-chip hierarchy). Chips with GLB banks,
+core buffers and a network (``Accelerator.has_hierarchy``) are costed by ``phaze.cost.gemm_chip``: a
+blocked schedule below the GLB, GLB bandwidth as its own term, bandwidth shared between concurrent ops.
 """
 from __future__ import annotations
 
@@ -71,11 +75,41 @@ def gemm_hbm_bytes(g: Gemm, glb_bytes: np.ndarray, rows: np.ndarray) -> np.ndarr
     return g.batch * e * elems
 
 
-def gemm_latency_s(gemm: Gemm, arch: ArchArrays, cores=1) -> np.ndarray:
-    """Latency (s) of ``gemm`` on each chip of ``arch`` spread over ``cores`` tensor cores (int or array)."""
-    _check(gemm)
-    c = as_cores(cores, arch.num_tc, f"GEMM {gemm.name!r}")
+def _paper_terms(gemm: Gemm, arch: ArchArrays, c: np.ndarray, hbm_bytes: np.ndarray) -> dict:
     cycles = gemm_cycles(gemm, arch.tc_rows, arch.tc_cols, c)
     compute_s = cycles / (arch.freq_hz * arch.matrix_efficiency)
-    memory_s = gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows) / (arch.hbm_bandwidth_Bps * arch.memory_efficiency)
-    return np.maximum(compute_s, memory_s) + arch.op_overhead_s
+    memory_s = hbm_bytes / (arch.hbm_bandwidth_Bps * arch.memory_efficiency)
+    zero = np.zeros(len(c))
+    return {"compute_s": compute_s, "glb_s": zero, "hbm_s": memory_s, "glb_bytes": zero,
+            "hbm_bytes": hbm_bytes.astype(np.float64),
+            "latency_s": np.maximum(compute_s, memory_s) + arch.op_overhead_s}
+
+
+def gemm_terms(gemm: Gemm, arch: ArchArrays, cores=1) -> dict:
+    """Per-chip arrays: compute_s, glb_s, hbm_s (each term alone), glb_bytes, hbm_bytes and latency_s =
+    max of the terms + overhead. Paper-template chips have no GLB term (glb_s = glb_bytes = 0)."""
+    _check(gemm)
+    c = as_cores(cores, arch.num_tc, f"GEMM {gemm.name!r}")
+    last = arch.memo("gemm_hbm_last", lambda a: {})  # the bounds cost one GEMM on every core count in a row
+    if last.get("gemm") != gemm:
+        last.update(gemm=gemm, bytes=gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows))
+    hbm = last["bytes"]
+    hier = arch.memo("has_hierarchy", lambda a: np.asarray(a.glb_banks) > 0)
+    if not hier.any():
+        return _paper_terms(gemm, arch, c, hbm)
+    from phaze.cost.gemm_chip import gemm_chip_terms
+
+    if hier.all():
+        return gemm_chip_terms(gemm, arch, c, hbm)
+    paper = _paper_terms(gemm, arch, c, hbm)
+    idx = np.flatnonzero(hier)
+    chip = gemm_chip_terms(gemm, arch.select(idx), c[idx], hbm[idx])
+    out = {k: v.astype(np.float64).copy() for k, v in paper.items()}
+    for k in out:
+        out[k][idx] = chip[k]
+    return out
+
+
+def gemm_latency_s(gemm: Gemm, arch: ArchArrays, cores=1) -> np.ndarray:
+    """Latency (s) of ``gemm`` on each chip of ``arch`` spread over ``cores`` tensor cores (int or array)."""
+    return gemm_terms(gemm, arch, cores)["latency_s"]

@@ -46,11 +46,30 @@ def gpu_gemm_wave_flops(g: Gemm, sms: np.ndarray) -> np.ndarray:
     return best
 
 
+def is_flash(gemm: Gemm) -> bool:
+    """A GEMM half of a fused flash-attention kernel (``phaze.workload.graphs.FLASH_OPS``), incl. its
+    backward and recompute copies."""
+    return "flash_" in gemm.name
+
+
 def gpu_gemm_latency_s(gemm: Gemm, arch: ArchArrays) -> np.ndarray:
-    """Latency (s) of ``gemm`` on the whole GPU of each chip of ``arch`` (see module docstring)."""
+    """Latency (s) of ``gemm`` on the whole GPU of each chip of ``arch`` (see module docstring). One-byte
+    operands run on the FP8 tensor cores (``fp8_matrix_factor`` x the 16-bit rate). The halves of a
+    flash-attention kernel are compute at ``attention_efficiency`` of the peak: the fused kernel keeps the
+    score tiles on chip and pays one launch for all its GEMMs (charged to the first)."""
     _check(gemm)
+    peak = 2.0 * arch.num_tc * arch.tc_rows * arch.tc_cols * arch.freq_hz
+    if is_flash(gemm):
+        launch = arch.op_overhead_s if gemm.name.endswith("flash_scores") else 0.0  # fwd / bwd kernel
+        return gemm.flops / (peak * arch.attention_efficiency) + launch
     sms = np.maximum(1, arch.num_tc // TENSOR_CORES_PER_SM)
     per_sm_flops = 2.0 * TENSOR_CORES_PER_SM * arch.tc_rows * arch.tc_cols * arch.freq_hz
+    if gemm.bytes_per_element == 1:
+        if np.any(arch.fp8_matrix_factor <= 0):
+            from phaze.errors import ConfigError
+            raise ConfigError(f"GEMM {gemm.name!r} is FP8 but the chip has no FP8 tensor cores "
+                              f"(fp8_matrix_factor 0); use --precision bf16 or fp16")
+        per_sm_flops = per_sm_flops * arch.fp8_matrix_factor
     compute_s = gpu_gemm_wave_flops(gemm, sms) / (per_sm_flops * arch.matrix_efficiency)
     memory_s = gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows) / (arch.hbm_bandwidth_Bps * arch.memory_efficiency)
     return np.maximum(compute_s, memory_s) + arch.op_overhead_s

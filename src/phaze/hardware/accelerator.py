@@ -8,6 +8,12 @@ does one operation per cycle.
 Achievable fractions of peak are named constants of the chip (``matrix_efficiency``,
 ``vector_efficiency``, ``memory_efficiency``) with their source at the preset that sets them; they are
 the same for every workload. ``op_overhead_s`` is a fixed per-operator launch/synchronisation cost.
+
+On-chip hierarchy (issue 10; all zero / ``"ideal"`` = the paper's template, costed as the paper does):
+``glb_banks`` banks of the GLB, each with a port of ``glb_bank_width_bytes`` per cycle; per tensor core
+an operand (weight) buffer of ``tc_operand_bytes`` and an fp32 accumulator of ``tc_acc_bytes``; an
+on-chip network ``noc`` (``bus``, ``crossbar`` or ``mesh``) whose links carry ``noc_link_bytes`` per
+cycle. A chip either has all of these (``has_hierarchy``) or none of them.
 """
 from __future__ import annotations
 
@@ -16,6 +22,10 @@ from dataclasses import dataclass, fields
 import numpy as np
 
 from phaze.errors import ConfigError
+
+# On-chip network kinds; the index is the code ArchArrays stores ("ideal" = not modelled, the paper's).
+NOC_KINDS = ("ideal", "bus", "crossbar", "mesh")
+HIERARCHY_INT_FIELDS = ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes", "tc_acc_bytes", "noc_link_bytes")
 
 
 @dataclass(frozen=True)
@@ -35,16 +45,52 @@ class Accelerator:
     vector_efficiency: float = 1.0
     memory_efficiency: float = 1.0
     op_overhead_s: float = 0.0
+    # FP8 tensor-core throughput as a multiple of the 16-bit one (0: the chip has no FP8 tensor cores)
+    fp8_matrix_factor: float = 0.0
+    # achieved fraction of the matrix peak inside a fused (flash) attention kernel
+    attention_efficiency: float = 1.0
+    glb_banks: int = 0
+    glb_bank_width_bytes: int = 0
+    tc_operand_bytes: int = 0
+    tc_acc_bytes: int = 0
+    noc: str = "ideal"
+    noc_link_bytes: int = 0
 
     def __post_init__(self) -> None:
         for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes", "hbm_bytes"):
             v = getattr(self, f)
             if not isinstance(v, (int, np.integer)) or v <= 0:
                 raise ConfigError(f"accelerator {self.name!r}: '{f}' must be a positive integer, got {v!r}")
-        for f in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency"):
+        for f in ("hbm_bandwidth_Bps", "freq_hz", "matrix_efficiency", "vector_efficiency", "memory_efficiency",
+                  "attention_efficiency"):
             if not getattr(self, f) > 0:
                 raise ConfigError(f"accelerator {self.name!r}: '{f}' must be positive")
+        if not self.fp8_matrix_factor >= 0:
+            raise ConfigError(f"accelerator {self.name!r}: 'fp8_matrix_factor' must be >= 0 (0: no FP8)")
+        for f in HIERARCHY_INT_FIELDS:
+            v = getattr(self, f)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ConfigError(f"accelerator {self.name!r}: '{f}' must be an integer >= 0, got {v!r}")
+        if self.noc not in NOC_KINDS:
+            raise ConfigError(f"accelerator {self.name!r}: 'noc' must be one of {', '.join(NOC_KINDS)}, got {self.noc!r}")
+        on = [f for f in HIERARCHY_INT_FIELDS if getattr(self, f) > 0] + (["noc"] if self.noc != "ideal" else [])
+        if on and len(on) != len(HIERARCHY_INT_FIELDS) + 1:
+            missing = [f for f in HIERARCHY_INT_FIELDS + ("noc",) if f not in on]
+            raise ConfigError(f"accelerator {self.name!r}: the on-chip hierarchy needs all of glb_banks, "
+                              f"glb_bank_width_bytes, tc_operand_bytes, tc_acc_bytes, noc, noc_link_bytes; "
+                              f"missing or zero: {', '.join(missing)} (or leave all out for the paper's template)")
 
+    @property
+    def has_hierarchy(self) -> bool:
+        """True when the GLB banks, core buffers and network are modelled (else: the paper's template)."""
+        return self.glb_banks > 0
+
+    @property
+    def glb_bandwidth_Bps(self) -> float:
+        """Peak GLB bandwidth: banks x bank port width x clock (inf for the paper's template)."""
+        if not self.has_hierarchy:
+            return float("inf")
+        return float(self.glb_banks * self.glb_bank_width_bytes * self.freq_hz)
     @property
     def peak_matrix_flops(self) -> float:
         """2 FLOPs per MAC per cycle over every tensor core."""
@@ -81,15 +127,33 @@ class ArchArrays:
     vector_efficiency: np.ndarray
     memory_efficiency: np.ndarray
     op_overhead_s: np.ndarray
+    fp8_matrix_factor: np.ndarray
+    attention_efficiency: np.ndarray
+    glb_banks: np.ndarray
+    glb_bank_width_bytes: np.ndarray
+    tc_operand_bytes: np.ndarray
+    tc_acc_bytes: np.ndarray
+    noc: np.ndarray  # int code: index into NOC_KINDS
+    noc_link_bytes: np.ndarray
 
     def __len__(self) -> int:
         return int(self.num_tc.shape[0])
+
+    def memo(self, key: str, fn):
+        """``fn(self)`` computed once per ArchArrays object (derived per-chip figures such as SRAM data
+        that every op's cost needs); the arrays are never modified in place, so the value stays valid."""
+        cache = self.__dict__.setdefault("_memo", {})
+        if key not in cache:
+            cache[key] = fn(self)
+        return cache[key]
 
     @classmethod
     def from_accelerators(cls, accs: list[Accelerator]) -> "ArchArrays":
         cols = {}
         for f in _ARRAY_FIELDS:
             vals = [getattr(a, f) for a in accs]
+            if f == "noc":
+                vals = [NOC_KINDS.index(v) for v in vals]
             dtype = np.float64 if isinstance(vals[0], float) else np.int64
             cols[f] = np.asarray(vals, dtype=dtype)
         return cls(**cols)
@@ -104,4 +168,5 @@ class ArchArrays:
         for f in _ARRAY_FIELDS:
             v = getattr(self, f)[i]
             kw[f] = float(v) if np.issubdtype(type(v), np.floating) else int(v)
+        kw["noc"] = NOC_KINDS[kw["noc"]]
         return Accelerator(name=name or f"cand{i}", **kw)

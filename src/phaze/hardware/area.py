@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml
+from phaze.fileio import read_data_file
 from phaze.hardware.accelerator import Accelerator, ArchArrays
 
 DEFAULT_TABLE = "area_22nm.json"
@@ -102,27 +102,25 @@ class AreaModel:
                 + self._sram_glb_um2(np.asarray(glb_bytes, np.float64)))
 
     def area_mm2(self, arch: ArchArrays | Accelerator):
-        """Area in mm^2: an array for ArchArrays, a float for one Accelerator."""
+        """Area in mm^2: an array for ArchArrays, a float for one Accelerator. Chips with the on-chip
+        hierarchy are costed by ``phaze.hardware.chip_area`` (CACTI SRAM macros, network), the paper's
+        template by the formula of the module docstring."""
         one = isinstance(arch, Accelerator)
         a = arch.as_arrays() if one else arch
         out = 1e-6 * self.area_um2_of(a.num_tc, a.tc_rows, a.tc_cols, a.num_vc, a.vc_width, a.glb_bytes)
+        hier = np.asarray(a.glb_banks) > 0
+        if hier.any():
+            from phaze.hardware.chip_area import chip_area_mm2
+
+            idx = np.flatnonzero(hier)
+            out = np.asarray(out, np.float64).copy()
+            out[idx] = chip_area_mm2(a.select(idx), self)
         return float(out[0]) if one else out
 
 
-def read_mapping(path: Path) -> dict:
+def read_mapping(path: Path, what: str = "file") -> dict:
     """A JSON or YAML file as a dict; any parse problem is a one-line ConfigError."""
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}")
-    text = path.read_text()
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-            data = load_yaml(text)
-    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ConfigError(f"{path}: cannot parse ({msg}); expected a JSON or YAML mapping") from None
+    data = read_data_file(path, what)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON or YAML mapping at the top level")
     return data
@@ -131,7 +129,7 @@ def read_mapping(path: Path) -> dict:
 def load_area_model(path: str | Path) -> AreaModel:
     """An AreaModel from a JSON/YAML file with the fields of ``data/area_22nm.json``."""
     p = Path(path)
-    return AreaModel.from_dict(read_mapping(p), source=str(p))
+    return AreaModel.from_dict(read_mapping(p, "area table"), source=str(p))
 
 
 @lru_cache(maxsize=1)

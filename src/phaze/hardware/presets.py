@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml, check_fields, dataclass_schema
+from phaze.fileio import read_data_file
+from phaze.limits import RANGES, check
+from phaze.filefields import check_fields, dataclass_schema
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster, NetworkTier
+from phaze.units import GiB, MiB
 
-MiB = 2**20
-GiB = 2**30
 
 # ---- tpuv4-like: the paper's template chip, which also sets the area budget (phaze-paper.md) -------------
 # 8 tensor cores of 128x128, 2 vector cores of 128 lanes, 128 MiB GLB, ~1 GHz (reference constants).
@@ -28,9 +29,69 @@ GiB = 2**30
 TPUV4_HBM_BYTES = 32 * GiB
 TPUV4_HBM_BANDWIDTH_BPS = 1200e9
 TPUV4_FREQ_HZ = 1.0e9
+# The paper's own chip, in the paper's template (no on-chip hierarchy): the reference and area budget of
+# the paper's space (``--space paper``, 278.83 mm^2 under the paper's area model).
+TPUV4_LIKE_PAPER = Accelerator(
+    name="tpuv4-like-paper", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128, glb_bytes=128 * MiB,
+    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ)
+
+
+def chip_hierarchy(num_tc: int, tc_rows: int, tc_cols: int, num_vc: int, glb_banks: int,
+                   glb_bank_width_bytes: int, bytes_per_element: int = 2) -> dict:
+    """The on-chip hierarchy the default space gives a chip (one rule, also used for ``tpuv4-like``):
+    - operand buffer = two weight tiles (2 R C e: the double buffer that hides weight loads);
+    - accumulator = ACC_ROWS_PER_ARRAY_ROW * R rows of C fp32 sums (so a weight tile is reused by 8R
+      streamed rows before it is reloaded: weight traffic is C / (8R) of the input traffic);
+    - network: a crossbar up to CROSSBAR_MAX_PORTS core ports, a 2-D mesh beyond; a link is as wide as
+      a core's peak demand (a tensor core's input + weight row (R + C) e, a vector core's 2 x lanes x e,
+      rounded up to a power of two), at most a GLB bank port.
+    Scalars or numpy arrays (the space applies it to every candidate at once)."""
+    import numpy as np
+
+    ports = np.asarray(num_tc) + np.asarray(num_vc)
+    demand = np.maximum((np.asarray(tc_rows) + np.asarray(tc_cols)) * bytes_per_element,
+                        2 * np.asarray(tc_cols) * bytes_per_element)  # vector lanes = tensor-core width
+    link = np.minimum(np.asarray(glb_bank_width_bytes), 2 ** np.ceil(np.log2(demand)).astype(np.int64))
+    return {
+        "glb_banks": glb_banks, "glb_bank_width_bytes": glb_bank_width_bytes,
+        "tc_operand_bytes": 2 * np.asarray(tc_rows) * np.asarray(tc_cols) * bytes_per_element,
+        "tc_acc_bytes": ACC_ROWS_PER_ARRAY_ROW * np.asarray(tc_rows) * np.asarray(tc_cols) * 4,
+        "noc": np.where(ports <= CROSSBAR_MAX_PORTS, "crossbar", "mesh"),
+        "noc_link_bytes": link,
+    }
+
+
+# Rule constants of chip_hierarchy (design choices of our space, not measured figures).
+ACC_ROWS_PER_ARRAY_ROW = 8
+CROSSBAR_MAX_PORTS = 64
+
+
+def _scalar(d: dict) -> dict:
+    return {k: (str(v) if k == "noc" else int(v)) for k, v in d.items()}
+
+
+# tpuv4-like: the paper's chip (same cores, lanes, GLB and HBM as TPUV4_LIKE_PAPER) with the on-chip
+# hierarchy of the default space's rule, so it is costed by the same model as every candidate: 64 GLB banks
+# with 256 B ports (the CACTI bank cycles in 1.84 ns, so 8.9 KB per 1 GHz cycle in all, above the 5 KiB per
+# cycle its 8 arrays and 2 vector cores demand at peak).
 TPUV4_LIKE = Accelerator(
     name="tpuv4-like", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128, glb_bytes=128 * MiB,
-    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ)
+    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ,
+    **_scalar(chip_hierarchy(8, 128, 128, 2, 64, 256)))
+
+# ---- tpuv4: close to the real TPU v4 from public figures, to read results against the real chip -------------
+# Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support
+# for Embeddings", ISCA 2023 (Table 1 and Section 2): 2 TensorCores per chip, each with 4 MXUs of 128x128
+# (8 arrays), 1050 MHz (8 * 16384 * 2 * 1.05e9 = 275 TFLOP/s bf16, the quoted peak); each TensorCore's vector
+# unit is 128 lanes x 8 sublanes with 2 ALUs each (2048 lane operations per cycle); 32 GiB HBM2 at 1200 GB/s;
+# 128 MiB CMEM (the chip-wide on-chip memory: our GLB) and 16 MiB VMEM per TensorCore, which feeds its 4 MXUs
+# (modelled as each MXU's operand buffer, 16 MiB / 4 = 4 MiB). The GLB banking, accumulators and network
+# are not published: they follow the default space's rule (chip_hierarchy), as for tpuv4-like. Ideal
+# efficiencies, as every template chip. Its area is our 22 nm model's, not the real 7 nm die's.
+TPUV4 = Accelerator(
+    name="tpuv4", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128 * 8 * 2, glb_bytes=128 * MiB,
+    hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=1.05e9,
+    **dict(_scalar(chip_hierarchy(8, 128, 128, 2, 64, 256)), tc_operand_bytes=4 * MiB))
 
 # ---- NVIDIA achievable fractions of peak (shared by A100 and H100 unless stated) -------------------------
 # Dense GEMM: "optimized GEMM can reach up to 80-90% of the theoretical maximum device throughput"
@@ -45,6 +106,18 @@ GPU_MEMORY_EFFICIENCY = 0.90
 # Non-tensor (vector) ops of LLM training are memory-bound; no published achievable fraction is used,
 # so the lane throughput is taken at its datasheet peak.
 GPU_VECTOR_EFFICIENCY = 1.0
+# Fused (flash) attention kernels, fraction of the 16-bit matrix peak:
+# A100: FlashAttention-2 "reaching 50-73% of the theoretical maximum FLOPs/s on A100" (Dao, FlashAttention-2,
+# arXiv 2307.08691, abstract); the backward is the slower pass, so the low end, 0.50.
+A100_ATTENTION_EFFICIENCY = 0.50
+# H100: the NeMo / Megatron-LM releases of 2024 run cuDNN's fused attention or FlashAttention-2, kernels of the
+# FlashAttention-2 generation (FlashAttention-3, written for Hopper, is not what they use); FlashAttention-2
+# reaches "only 35% utilization on the H100" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract):
+# 0.35. (FlashAttention-3 itself would be 1.5-2.0x faster; README "Validation" shows what 0.525 would give.)
+H100_ATTENTION_EFFICIENCY = 0.35
+# FP8 tensor cores: H100 SXM 1,979 TFLOP/s dense FP8 vs 989 TFLOP/s dense BF16 (H100 datasheet) = 2.0x;
+# A100 has none.
+H100_FP8_MATRIX_FACTOR = 1979.0 / 989.4
 # Per-kernel launch + synchronisation cost: CUDA kernel launch latency is ~2-5 us (NVIDIA CUDA
 # C++ Best Practices Guide, "kernel launch overhead"; ~3 us is the commonly measured value).
 GPU_OP_OVERHEAD_S = 3e-6
@@ -58,7 +131,8 @@ A100_80G = Accelerator(
     name="a100-80g", num_tc=108 * 4, tc_rows=16, tc_cols=16, num_vc=108, vc_width=512, glb_bytes=40 * MiB,
     hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=2.039e12, freq_hz=1.41e9,
     matrix_efficiency=A100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
-    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S,
+    attention_efficiency=A100_ATTENTION_EFFICIENCY)
 
 # ---- H100 SXM5 80 GB (NVIDIA H100 datasheet and Hopper whitepaper) ---------------------------------------
 # 132 SMs x 4 fourth-gen tensor cores, each 512 dense FP16/BF16 FMA/clk (16x32), 1.83 GHz:
@@ -70,9 +144,10 @@ H100_80G = Accelerator(
     name="h100-80g", num_tc=132 * 4, tc_rows=16, tc_cols=32, num_vc=132, vc_width=554, glb_bytes=50 * MiB,
     hbm_bytes=80 * 10**9, hbm_bandwidth_Bps=3.35e12, freq_hz=1.83e9,
     matrix_efficiency=H100_MATRIX_EFFICIENCY, vector_efficiency=GPU_VECTOR_EFFICIENCY,
-    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S)
+    memory_efficiency=GPU_MEMORY_EFFICIENCY, op_overhead_s=GPU_OP_OVERHEAD_S,
+    fp8_matrix_factor=H100_FP8_MATRIX_FACTOR, attention_efficiency=H100_ATTENTION_EFFICIENCY)
 
-ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, A100_80G, H100_80G)}
+ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, TPUV4, A100_80G, H100_80G)}
 
 
 def get_accelerator(name: str) -> Accelerator:
@@ -92,21 +167,19 @@ def load_accelerator_file(path: str) -> Accelerator:
     import dataclasses
     from pathlib import Path
 
-    import yaml
-
     p = Path(path)
-    try:
-        data = load_yaml(p.read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read accelerator file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
+    data = read_data_file(p, "accelerator file")
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
-    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s",))
+    schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "fp8_matrix_factor", "glb_banks",
+                                                   "glb_bank_width_bytes", "tc_operand_bytes", "tc_acc_bytes",
+                                                   "noc_link_bytes"))
     required = tuple(f.name for f in dataclasses.fields(Accelerator)
                      if f.default is dataclasses.MISSING and f.name != "name")
     data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
+    for k, v in data.items():
+        if k in RANGES:
+            check(k, v, f"accelerator file {path}: field '{k}'")
     data.setdefault("name", p.stem)
     try:
         return Accelerator(**data)
@@ -125,7 +198,6 @@ def load_accelerator_file(path: str) -> Accelerator:
 # ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
 NVLINK3_EFFICIENCY = 230e9 / 300e9
 NVLINK4_EFFICIENCY = 360e9 / 450e9
-NVLINK_EFFICIENCY = NVLINK3_EFFICIENCY  # kept for importers of the old name
 INFINIBAND_EFFICIENCY = 0.90
 # Per-step latency of a ring step: a few us inside an NVSwitch node, ~5 us across InfiniBand
 # (NCCL's own tuning model uses microsecond-scale base latencies of this order).
@@ -156,9 +228,14 @@ CLUSTERS: dict[str, tuple[NetworkTier, ...]] = {
 
 
 def get_cluster(name: str, num_devices: int | None = None) -> Cluster:
-    """A preset cluster of ``num_devices`` (default 1024); the last tier spans every device."""
+    """A preset cluster of ``num_devices`` (default 1024), or a YAML/JSON cluster file
+    (docs/cluster-file.md); the last tier spans every device."""
+    if isinstance(name, str) and name.lower().endswith((".yaml", ".yml", ".json")):
+        from phaze.hardware.cluster import load_cluster_file
+        return load_cluster_file(name, num_devices)
     if name not in CLUSTERS:
-        raise ConfigError(f"unknown cluster {name!r}; choose one of: {', '.join(CLUSTERS)}")
+        raise ConfigError(f"unknown cluster {name!r}; choose one of: {', '.join(CLUSTERS)} (or pass a "
+                          f".yaml/.json cluster file, docs/cluster-file.md)")
     n = DEFAULT_NUM_DEVICES if num_devices is None else num_devices
     if not isinstance(n, int) or isinstance(n, bool) or n <= 0:
         raise ConfigError(f"cluster {name!r}: num_devices must be a positive integer, got {n!r}")

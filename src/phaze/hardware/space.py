@@ -1,10 +1,16 @@
 """The architecture design space: ranges of the template's parameters, an area budget, and its vectorized
 enumeration into a struct-of-arrays of candidate chips (phaze-paper.md, "Architecture space").
 
-Default = the reference's space: num_tc, num_vc in {1..4096}; tensor-core width (tc_cols) and depth
+The paper's space (``PAPER_SPACE``, ``--space paper``): num_tc, num_vc in {1..4096}; tensor-core width (tc_cols) and depth
 (tc_rows) in {2..256}; vector-core width = tensor-core width; GLB in {2..128} MiB; all powers of two
 (75,712 raw points). A candidate is kept iff min_fraction * budget <= area <= budget, the lower bound
 waived when num_tc == 1 or num_vc == 1 -> 29,360 candidates under the TPUv4-like budget (278.83 mm^2).
+That is ``template="paper"`` (``--space paper``): the paper's chips, areas and cost model, reproducible.
+
+The default space (``template="chip"``) adds the on-chip hierarchy (issue 10): two more axes, the number
+of GLB banks and the width of a bank's port (bytes per cycle), and per chip the buffers and network of
+``presets.chip_hierarchy``. Areas come from ``phaze.hardware.chip_area`` and the budget is the area of
+the ``tpuv4-like`` preset (the paper's chip with the same hierarchy rule) under that model.
 """
 from __future__ import annotations
 
@@ -15,11 +21,13 @@ import numpy as np
 
 from phaze.errors import ConfigError
 from phaze.filefields import got
-from phaze.hardware.accelerator import ArchArrays
+from phaze.limits import MAX_SPACE_POINTS, check
+from phaze.hardware.accelerator import NOC_KINDS, ArchArrays
 from phaze.hardware.area import AreaModel, read_mapping, default_area_model
-from phaze.hardware.presets import TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE
+from phaze.hardware.presets import (TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE,
+                                    TPUV4_LIKE_PAPER, chip_hierarchy)
+from phaze.units import MiB
 
-MiB = 2**20
 
 
 def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
@@ -33,6 +41,11 @@ def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
 
 
 _RANGE_FIELDS = ("num_tc", "num_vc", "tc_widths", "tc_depths", "glb_bytes")
+_AXIS_LIMIT = {"num_tc": "num_tc", "num_vc": "num_vc", "tc_widths": "tc_cols", "tc_depths": "tc_rows",
+               "glb_bytes": "glb_bytes", "glb_banks": "glb_banks", "glb_bank_widths": "glb_bank_width_bytes"}
+# axis -> the phaze.limits.RANGES entry of its chip field
+_CHIP_FIELDS = ("glb_banks", "glb_bank_widths")
+TEMPLATES = ("chip", "paper")
 
 
 @dataclass(frozen=True)
@@ -43,15 +56,20 @@ class DesignSpace:
 
     num_tc: tuple[int, ...] = pow2_range(1, 4096)
     num_vc: tuple[int, ...] = pow2_range(1, 4096)
-    tc_widths: tuple[int, ...] = pow2_range(2, 256)
-    tc_depths: tuple[int, ...] = pow2_range(2, 256)
+    tc_widths: tuple[int, ...] = pow2_range(4, 256)
+    tc_depths: tuple[int, ...] = pow2_range(4, 256)
     glb_bytes: tuple[int, ...] = tuple(m * MiB for m in pow2_range(2, 128))
     budget_mm2: float | None = None
     min_fraction: float = 0.3
     waive_min_for_single_core: bool = True
+    template: str = "chip"
+    glb_banks: tuple[int, ...] = (16, 64)
+    glb_bank_widths: tuple[int, ...] = (64, 256)
 
     def __post_init__(self) -> None:
-        for f in _RANGE_FIELDS:
+        if self.template not in TEMPLATES:
+            raise ConfigError(f"design space: 'template' must be one of {', '.join(TEMPLATES)}, got {self.template!r}")
+        for f in _RANGE_FIELDS + _CHIP_FIELDS:
             vals = getattr(self, f)
             if isinstance(vals, (int, np.integer)):
                 vals = (vals,)
@@ -60,20 +78,34 @@ class DesignSpace:
             if not ok or len(vals) == 0:
                 raise ConfigError(f"design space: '{f}' must be a non-empty list of positive integers, got {getattr(self, f)!r}")
             vals = tuple(sorted({int(v) for v in vals}))
+            for v in vals:
+                check(_AXIS_LIMIT[f], v, f"design space: '{f}' value")
             object.__setattr__(self, f, vals)
-        if self.budget_mm2 is not None and not (isinstance(self.budget_mm2, (int, float)) and self.budget_mm2 > 0):
-            raise ConfigError(f"design space: 'budget_mm2' must be a positive number, got {self.budget_mm2!r}")
+        if self.budget_mm2 is not None:
+            check("budget_mm2", self.budget_mm2, "budget_mm2 (--budget-mm2)")
+        if self.raw_size > MAX_SPACE_POINTS:
+            raise ConfigError(f"design space: {self.raw_size:,} chips (the product of the axes' value counts); at most "
+                              f"{MAX_SPACE_POINTS:,} are enumerated at once (55x the default space); split the space")
         if not (isinstance(self.min_fraction, (int, float)) and 0.0 <= self.min_fraction <= 1.0):
             raise ConfigError(f"design space: 'min_fraction' must be in [0, 1], got {self.min_fraction!r}")
+
+    @property
+    def reference(self):
+        """The TPUv4-like chip of this template: the area budget and the score's reference."""
+        return TPUV4_LIKE if self.template == "chip" else TPUV4_LIKE_PAPER
 
     def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
         if self.budget_mm2 is not None:
             return float(self.budget_mm2)
-        return float((area_model or default_area_model()).area_mm2(TPUV4_LIKE))
+        return float((area_model or default_area_model()).area_mm2(self.reference))
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        return _RANGE_FIELDS + (_CHIP_FIELDS if self.template == "chip" else ())
 
     @property
     def raw_size(self) -> int:
-        return int(np.prod([len(getattr(self, f)) for f in _RANGE_FIELDS]))
+        return int(np.prod([len(getattr(self, f)) for f in self.axes]))
 
 
 @dataclass(frozen=True)
@@ -112,9 +144,33 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
     model = area_model or default_area_model()
     if not (hbm_bytes > 0 and hbm_bandwidth_Bps > 0 and freq_hz > 0):
         raise ConfigError("enumerate_space: hbm_bytes, hbm_bandwidth_Bps and freq_hz must be positive")
-    grids = np.meshgrid(*(np.asarray(getattr(space, f), dtype=np.int64) for f in _RANGE_FIELDS), indexing="ij")
-    num_tc, num_vc, width, depth, glb = (g.ravel() for g in grids)
-    area = 1e-6 * model.area_um2_of(num_tc, depth, width, num_vc, width, glb)
+    grids = np.meshgrid(*(np.asarray(getattr(space, f), dtype=np.int64) for f in space.axes), indexing="ij")
+    num_tc, num_vc, width, depth, glb = (g.ravel() for g in grids[:5])
+    n_all = len(num_tc)
+    if space.template == "chip":
+        banks, bank_w = grids[5].ravel(), grids[6].ravel()
+        h = chip_hierarchy(num_tc, depth, width, num_vc, banks, bank_w, bytes_per_element)
+        hier = {k: np.asarray(h[k], np.int64) for k in ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes",
+                                                         "tc_acc_bytes", "noc_link_bytes")}
+        hier["noc"] = np.where(h["noc"] == "crossbar", NOC_KINDS.index("crossbar"), NOC_KINDS.index("mesh"))
+    else:
+        hier = {k: np.zeros(n_all, np.int64) for k in ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes",
+                                                        "tc_acc_bytes", "noc_link_bytes", "noc")}
+    base = {"num_tc": num_tc, "tc_rows": depth, "tc_cols": width, "num_vc": num_vc, "vc_width": width.copy(),
+            "glb_bytes": glb, "hbm_bytes": np.full(n_all, hbm_bytes, np.int64),
+            "hbm_bandwidth_Bps": np.full(n_all, hbm_bandwidth_Bps, np.float64),
+            "freq_hz": np.full(n_all, freq_hz, np.float64),
+            "bytes_per_element": np.full(n_all, bytes_per_element, np.int64),
+            "matrix_efficiency": np.full(n_all, matrix_efficiency, np.float64),
+            "vector_efficiency": np.full(n_all, vector_efficiency, np.float64),
+            "memory_efficiency": np.full(n_all, memory_efficiency, np.float64),
+            "op_overhead_s": np.full(n_all, op_overhead_s, np.float64),
+            "fp8_matrix_factor": np.zeros(n_all), "attention_efficiency": np.ones(n_all)}  # template: no FP8, ideal
+    every = ArchArrays(**base, **hier)
+    if space.template == "chip":
+        area = np.asarray(model.area_mm2(every), np.float64)
+    else:
+        area = 1e-6 * model.area_um2_of(num_tc, depth, width, num_vc, width, glb)
     budget = space.resolved_budget_mm2(model)
     # Relative slack so the budget chip itself (area == budget up to float rounding) is always kept.
     keep = area <= budget * (1 + 1e-12)
@@ -122,20 +178,10 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
     if space.waive_min_for_single_core:
         lower |= (num_tc == 1) | (num_vc == 1)
     keep &= lower
-    n = int(keep.sum())
+    return CandidateSet(arch=every.select(np.flatnonzero(keep)), area_mm2=area[keep], budget_mm2=budget)
 
-    def full(v, dtype):
-        return np.full(n, v, dtype=dtype)
 
-    arch = ArchArrays(
-        num_tc=num_tc[keep], tc_rows=depth[keep], tc_cols=width[keep], num_vc=num_vc[keep],
-        vc_width=width[keep].copy(), glb_bytes=glb[keep], hbm_bytes=full(hbm_bytes, np.int64),
-        hbm_bandwidth_Bps=full(hbm_bandwidth_Bps, np.float64), freq_hz=full(freq_hz, np.float64),
-        bytes_per_element=full(bytes_per_element, np.int64),
-        matrix_efficiency=full(matrix_efficiency, np.float64), vector_efficiency=full(vector_efficiency, np.float64),
-        memory_efficiency=full(memory_efficiency, np.float64), op_overhead_s=full(op_overhead_s, np.float64))
-    return CandidateSet(arch=arch, area_mm2=area[keep], budget_mm2=budget)
-
+PAPER_SPACE = DesignSpace(tc_widths=pow2_range(2, 256), tc_depths=pow2_range(2, 256), template="paper")
 
 _ALIASES = {"tc_width": "tc_widths", "tc_depth": "tc_depths", "width": "tc_widths", "depth": "tc_depths"}
 
@@ -152,7 +198,7 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
             name, scale = "glb_bytes", MiB
         if name not in known:
             raise ConfigError(f"{source}: unknown field {key!r}; known: {', '.join(sorted(known | {'glb_mib'}))}")
-        if name in _RANGE_FIELDS:
+        if name in _RANGE_FIELDS + _CHIP_FIELDS:
             if isinstance(val, dict):
                 try:
                     val = pow2_range(int(val["min"]), int(val["max"]))
@@ -165,6 +211,8 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
                 bad = next(v for v in vals if not (isinstance(v, int) and not isinstance(v, bool)))
                 raise ConfigError(f"{source}: {key}: expected a list of integers, got {got(bad)} in {val!r}")
             val = tuple(v * scale for v in vals)
+        elif name == "template" and val not in TEMPLATES:
+            raise ConfigError(f"{source}: template: expected one of {', '.join(TEMPLATES)}, got {got(val)}")
         elif name in ("budget_mm2", "min_fraction") and not (isinstance(val, (int, float)) and not isinstance(val, bool)):
             raise ConfigError(f"{source}: {key}: expected a number, got {got(val)}")
         kw[name] = val
@@ -177,13 +225,16 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
 def load_space(path: str | Path) -> DesignSpace:
     """A DesignSpace from a YAML or JSON file (see :func:`space_from_dict`); errors are one-line ConfigErrors."""
     p = Path(path)
-    return space_from_dict(read_mapping(p), source=str(p))
+    return space_from_dict(read_mapping(p, "space file"), source=str(p))
 
 
 def resolve_space(space: DesignSpace | str | Path | None = "default", budget_mm2: float | None = None) -> DesignSpace:
-    """A DesignSpace from an object, ``"default"``/None, or a YAML/JSON path; ``budget_mm2`` overrides."""
+    """A DesignSpace from an object, ``"default"``/None, ``"paper"`` (the paper's 29,360-chip space, its
+    template and areas), or a YAML/JSON path; ``budget_mm2`` overrides."""
     if space is None or (isinstance(space, str) and space == "default"):
         out = DesignSpace()
+    elif isinstance(space, str) and space == "paper":
+        out = PAPER_SPACE
     elif isinstance(space, DesignSpace):
         out = space
     else:
@@ -209,7 +260,10 @@ def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2
         "max_area_mm2": float(cands.area_mm2.max()) if len(cands) else None,
         "lower_bound_mm2": ds.min_fraction * cands.budget_mm2,
         "lower_bound_waived_for_single_core": ds.waive_min_for_single_core,
+        "template": ds.template,
         "axes": {"num_tc": list(ds.num_tc), "tc_rows (depth)": list(ds.tc_depths),
                  "tc_cols = vc_width (width)": list(ds.tc_widths), "num_vc": list(ds.num_vc),
-                 "glb_mib": [g // MiB for g in ds.glb_bytes]},
+                 "glb_mib": [g // MiB for g in ds.glb_bytes],
+                 **({"glb_banks": list(ds.glb_banks), "glb_bank_width_bytes": list(ds.glb_bank_widths)}
+                    if ds.template == "chip" else {})},
     }

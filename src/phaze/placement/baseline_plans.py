@@ -9,6 +9,7 @@ A baseline that cannot be built or does not fit is returned with ``fits == False
 """
 from __future__ import annotations
 
+from phaze.errors import PhazeError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement.evaluation import evaluate
@@ -26,12 +27,12 @@ PAPER_PLANS: dict[str, tuple[int, int, int]] = {
 def _try(name: str, fn) -> BaselineResult:
     try:
         return fn()
-    except Exception as e:  # a baseline must never abort the search (the reference's defect)
-        return BaselineResult(name, None, None, f"{type(e).__name__}: {e}")
+    except PhazeError as e:  # a refused baseline must never abort the search (our own bugs still raise)
+        return BaselineResult(name, None, None, str(e))
 
 
 def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, microbatch_sizes,
-                  recompute_modes, sequence_parallel, **kw) -> BaselineResult:
+                  recompute_modes, sequence_parallel, features=None, **kw) -> BaselineResult:
     """Evaluate (p, t, d) shapes with balanced stages over mbs x recompute; the fastest that fits, else
     the one closest to fitting."""
     best_fit, best_miss, reasons = None, None, []
@@ -42,8 +43,10 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
                 continue
             m = global_batch // (mbs * d)
             for rc in recompute_modes:
-                plan = Plan.balanced(model.num_layers, p, t, d, mbs, m, recompute=rc,
-                                     sequence_parallel=sequence_parallel and t > 1)
+                f = dict(features or {})
+                sp = sequence_parallel and t > 1
+                f["tp_overlap"] = bool(f.get("tp_overlap")) and sp  # TP overlap needs SP
+                plan = Plan.balanced(model.num_layers, p, t, d, mbs, m, recompute=rc, sequence_parallel=sp, **f)
                 ev = evaluate(plan, model, accelerator, cluster, global_batch, **kw)
                 if ev.fits:
                     if best_fit is None or ev.iteration_time_s < best_fit.iteration_time_s:
@@ -53,12 +56,22 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
         if best_fit is not None:
             break
     if best_fit is not None:
-        return BaselineResult(name, best_fit.plan, best_fit)
+        return BaselineResult(name, best_fit.plan, best_fit, note=_unused_note(best_fit, global_batch))
     if best_miss is not None:
         return BaselineResult(name, best_miss.plan, best_miss,
                               f"does not fit: stage {best_miss.oom_stage} exceeds memory by "
                               f"{best_miss.memory_excess_bytes / 2**30:.2f} GiB")
     return BaselineResult(name, None, None, "; ".join(dict.fromkeys(reasons)) or "no plan could be built")
+
+
+def _unused_note(ev, global_batch: int) -> str:
+    """Why a fixed plan leaves devices idle (empty when it uses them all)."""
+    p, t, d = ev.plan.pp, ev.plan.tp, ev.plan.dp
+    used, given = ev.devices_used, ev.devices_given
+    if used >= given:
+        return ""
+    return (f"uses {used} of {given} devices: p={p} x t={t} x d={d}; d must divide the global batch "
+            f"{global_batch / ev.plan.microbatch_size:g} (in microbatches) and p x t x d fit in {given}")
 
 
 def paper_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
@@ -109,6 +122,3 @@ def evaluate_baselines(model: ModelConfig, accelerator: Accelerator, cluster: Cl
            _try("megatron", lambda: megatron_baseline(model, accelerator, cluster, global_batch, devices=devices,
                                                       **kw))]
     return tuple(out)
-
-
-baselines = evaluate_baselines

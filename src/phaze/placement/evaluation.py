@@ -20,18 +20,32 @@ from phaze.placement.plan import Evaluation, Plan, StageBreakdown
 from phaze.workload.config import ModelConfig
 
 
+GiB = 2**30
+# Memory a plan may not use, by default (``phaze plan`` / ``evaluate``): the CUDA context and kernel images
+# (~0.5 GiB per process), NCCL's communicator buffers (NCCL_BUFFSIZE 4 MiB per channel and peer, several
+# communicators: ~1 GiB), cuBLAS / cuDNN workspaces and the PyTorch caching allocator's fragmentation
+# (PyTorch docs, "CUDA semantics: memory management"). An assumption of a few GiB, not a measurement:
+# 3 GiB, about 4% of an 80 GB GPU; set it per run with --memory-reserve-gib.
+DEFAULT_MEMORY_RESERVE_BYTES = 3 * GiB
+
+
 @dataclass(frozen=True)
 class DeviceSpec:
-    """What placement needs to know about the chip beyond per-layer costs."""
+    """What placement needs to know about the chip beyond per-layer costs. ``hbm_bytes`` is the capacity a
+    plan may use: the chip's HBM minus ``memory_reserve_bytes``."""
 
     hbm_bytes: float
     hbm_Bps: float  # achievable HBM bandwidth (optimizer step)
     peak_matrix_flops: float  # for MFU
+    memory_reserve_bytes: float = 0.0
 
     @classmethod
-    def of(cls, acc: Accelerator) -> "DeviceSpec":
-        return cls(float(acc.hbm_bytes), float(acc.hbm_bandwidth_Bps * acc.memory_efficiency),
-                   float(acc.peak_matrix_flops))
+    def of(cls, acc: Accelerator, memory_reserve_bytes: float = 0.0) -> "DeviceSpec":
+        if not 0 <= memory_reserve_bytes < acc.hbm_bytes:
+            raise ConfigError(f"memory reserve {memory_reserve_bytes / GiB:g} GiB must be >= 0 and below the "
+                              f"{acc.hbm_bytes / GiB:.1f} GiB of {acc.name}")
+        return cls(float(acc.hbm_bytes - memory_reserve_bytes), float(acc.hbm_bandwidth_Bps * acc.memory_efficiency),
+                   float(acc.peak_matrix_flops), float(memory_reserve_bytes))
 
 
 def check_batch(plan: Plan, global_batch: int) -> None:
@@ -51,19 +65,24 @@ def _layer_counts(r: tuple[int, int], n_layers: int) -> tuple[int, int, int]:
 
 def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, cluster: Cluster,
                    global_batch: int, device: DeviceSpec, *, num_blocks: int,
-                   model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool = True,
+                   model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool | None = None,
                    time_model: str = "given") -> Evaluation:
     """Evaluate ``plan`` from per-layer costs: ``costs`` maps each recompute mode the plan uses to its
-    LayerCosts (or is one LayerCosts used for every stage)."""
+    LayerCosts (or is one LayerCosts used for every stage). ``overlap_dp`` overrides ``plan.dp_overlap``
+    (None: the plan's)."""
+    if overlap_dp is None:
+        overlap_dp = plan.dp_overlap
     check_batch(plan, global_batch)
     n_layers = num_blocks + 2
     if plan.num_layers != n_layers:
         raise ConfigError(f"plan covers {plan.num_layers} layers but the model has {n_layers} "
                           f"(embedding, {num_blocks} blocks, head); fix the stage ranges")
     if plan.devices > cluster.num_devices:
-        raise InfeasibleError(f"plan needs {plan.devices} devices (p={plan.pp} x t={plan.tp} x d={plan.dp}) "
+        cp = f" x cp={plan.cp}" if plan.cp > 1 else ""
+        raise InfeasibleError(f"plan needs {plan.devices} devices (p={plan.pp} x t={plan.tp}{cp} x d={plan.dp}) "
                               f"but the cluster has {cluster.num_devices}")
-    p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.dp
+    # d: the ranks that hold the same weights (data- and context-parallel): gradient sync and ZeRO-1 shards
+    p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.grad_sync_ranks
     topo = st.Topology.of(cluster, plan.tp, d, p)
     n_chunks = len(plan.stages)
     stages: list[StageBreakdown] = []
@@ -98,7 +117,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, plan.zero1))
         if has_e != has_h:
             sync += st.tied_sync_s(c, topo)
-        exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp))
+        exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d))
         opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps))
         t_i = sums.fwd_s + sums.bwd_s + sends
         T.append(t_i)
@@ -114,7 +133,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
     pipeline = st.pipeline_time_s(T, m, v)
     tmax = max(T)
     tail_i = int(np.argmax(R))
-    iteration = pipeline + R[tail_i]
+    iteration = float(st.iteration_s(float(np.sum(T)), tmax, R[tail_i], m, v))
     mems = np.array([s.memory_bytes for s in stages])
     excess = mems - device.hbm_bytes
     worst = int(np.argmax(excess))
@@ -129,7 +148,8 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         mfu=flops / (iteration * plan.devices * device.peak_matrix_flops) if device.peak_matrix_flops else 0.0,
         memory_bytes_per_device=float(mems.max()), memory_capacity_bytes=device.hbm_bytes, fits=fits,
         oom_stage=None if fits else worst, memory_excess_bytes=0.0 if fits else float(excess[worst]),
-        bottleneck_stage=int(np.argmax(T)))
+        bottleneck_stage=int(np.argmax(T)), devices_given=cluster.num_devices,
+        memory_reserve_bytes=device.memory_reserve_bytes)
 
 
 def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, *,
@@ -138,26 +158,29 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
     """LayerCosts for every recompute mode ``plan`` uses."""
     if not model.valid_tp(plan.tp):
         raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: {model.tp_rule}")
-    tier = cluster.tier_for_group(plan.tp, 1)
+    tier = cluster.tier_for_group(plan.tp, 1, "tp")
     out = {}
+    cp_tier = cluster.tier_for_group(plan.cp, plan.tp, "cp") if plan.cp > 1 else None
     for mode in set(plan.recompute_modes):
-        s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len)
-        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **kw)
+        s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
+                        attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap, cp=plan.cp)
+        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, cp_tier=cp_tier, **kw)
     return out
 
 
 def evaluate(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
-             *, time_model: str = "auto", overlap_dp: bool = True, optimizer: str = "adam",
-             seq_len: int | None = None, **cost_kw) -> Evaluation:
+             *, time_model: str = "auto", overlap_dp: bool | None = None, optimizer: str = "adam",
+             seq_len: int | None = None, memory_reserve_bytes: float = 0.0, **cost_kw) -> Evaluation:
     """Iteration time, throughput, MFU and per-stage memory of ``plan`` for ``model`` on ``cluster`` of
     ``accelerator``s. ``time_model``: "auto" (sequential for GPU presets, scheduled otherwise),
-    "scheduled" or "sequential" (see ``phaze.placement.layer_costs``). ``overlap_dp``: the gradient
-    all-reduce overlaps with the backward of the last microbatch."""
+    "scheduled" or "sequential" (see ``phaze.placement.layer_costs``). ``overlap_dp``: overrides
+    ``plan.dp_overlap`` (the gradient reduce overlaps with the backward of the last microbatch, bucketed).
+    ``memory_reserve_bytes``: HBM a plan may not use (the framework's share)."""
     check_batch(plan, global_batch)
     costs = plan_costs(plan, model, accelerator, cluster, time_model=time_model, optimizer=optimizer,
                        seq_len=seq_len, **cost_kw)
     tm = next(iter(costs.values())).time_model
     s = seq_len or model.seq_len
-    return evaluate_costs(plan, costs, cluster, global_batch, DeviceSpec.of(accelerator),
+    return evaluate_costs(plan, costs, cluster, global_batch, DeviceSpec.of(accelerator, memory_reserve_bytes),
                           num_blocks=model.num_layers, model_flops_per_sequence=model_forward_flops_per_sequence(model, s),
                           seq_len=s, overlap_dp=overlap_dp, time_model=tm)

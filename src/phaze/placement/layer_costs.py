@@ -85,28 +85,50 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
     return time_model
 
 
-def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None) -> float:
-    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped."""
+def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
+                       tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None) -> float:
+    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped unless
+    ``tp_overlap`` (then each TP all-gather / reduce-scatter hides behind its GEMM, ``phaze.cost.overlap``).
+    With context parallelism the K/V ring (``cp_bytes`` on ``cp_tier``) overlaps the flash-attention GEMMs
+    in ``cp`` steps, the same pipelined form."""
     import numpy as np
 
     from phaze.cost import op_latency_s
-    from phaze.workload.ops import Collective, op_resource
-
     from phaze.cost.gpu import gpu_gemm_latency_s
-    from phaze.workload.ops import Gemm
+    from phaze.cost.overlap import overlap_pairs, pipelined_overlap_s
+    from phaze.workload.ops import Collective, Gemm, op_resource
 
     arch = accelerator.as_arrays()
-    total = 0.0
+    lat = []
     for op in graph.ops:
         kind = op_resource(op)
         if isinstance(op, Collective) and op.group_size <= 1:
-            continue
-        if isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
-            total += float(gpu_gemm_latency_s(op, arch)[0])
-            continue
-        cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
-        total += float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
-    return total
+            lat.append(0.0)
+        elif isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
+            lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
+        else:
+            cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
+            lat.append(float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0]))
+    extra = 0.0
+    if cp > 1 and cp_bytes > 0:
+        from phaze.cost import p2p_latency_s
+        from phaze.cost.gpu import is_flash
+        flash = [i for i, op in enumerate(graph.ops) if isinstance(op, Gemm) and is_flash(op)]
+        attn = sum(lat[i] for i in flash)
+        ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
+        extra = pipelined_overlap_s(attn, ring, cp) - attn  # what the ring adds beyond the attention itself
+    if not tp_overlap or tp <= 1:
+        return float(sum(lat)) + extra
+    pairs = overlap_pairs(graph)
+    hidden = {c for cs in pairs.values() for c in cs}
+    total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
+    from phaze.cost.gpu import TENSOR_CORES_PER_SM
+    from phaze.cost.overlap import comm_sm_slowdown
+    sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
+    for g, cs in pairs.items():
+        slow = comm_sm_slowdown([graph.ops[c].name for c in cs], sms)
+        total += pipelined_overlap_s(lat[g] * slow, sum(lat[c] for c in cs), tp)
+    return float(total) + extra
 
 
 def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
@@ -132,29 +154,31 @@ def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
 _CACHE: dict[tuple, LayerCosts] = {}
 
 
-def clear_cache() -> None:
-    _CACHE.clear()
-
-
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
                         tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str = "adam",
-                        *, schedule_time_limit_s: float = 5.0, schedule_cache=None) -> LayerCosts:
+                        *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
+                        cp_tier: NetworkTier | None = None) -> LayerCosts:
     """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
     layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer)."""
     tm = resolve_time_model(time_model, accelerator)
     tier = tp_tier if setting.tp > 1 else None
-    key = (model, accelerator, setting, tier, tm, optimizer)
+    if setting.cp > 1 and cp_tier is None:
+        raise ConfigError("context parallelism needs the network tier of the CP group (cp_tier)")
+    cp_tier = cp_tier if setting.cp > 1 else None
+    key = (model, accelerator, setting, tier, tm, optimizer, cp_tier)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
-    from phaze.workload.graphs import layer_graph
+    from phaze.workload.graphs import cp_ring_bytes, layer_graph
 
     times = {}
     for kind in LAYER_KINDS:
         for direction in ("fwd", "bwd"):
             g = layer_graph(model, setting, kind, direction)
             if tm == "sequential":
-                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier)
+                cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
+                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
+                                                              setting.cp, cpb, cp_tier)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
@@ -209,11 +233,13 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 
 
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
-                recompute: str, seq_len: int | None = None) -> TrainSetting:
-    s = TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
-                     sequence_parallel=bool(sequence_parallel and tp > 1), recompute=recompute)
-    return s
+                recompute: str, seq_len: int | None = None, *, attention: str = "standard",
+                precision: str = "fp16", tp_overlap: bool = False, cp: int = 1) -> TrainSetting:
+    sp = bool(sequence_parallel and tp > 1)
+    return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
+                        sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
+                        tp_overlap=bool(tp_overlap and sp), cp=cp)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",
-           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS", "clear_cache"]
+           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS"]

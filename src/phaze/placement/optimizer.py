@@ -47,6 +47,12 @@ from phaze.workload.traced import microbatch_choices
 GiB = 2**30
 
 
+def plan_features(s: TrainSetting, overlap_dp: bool) -> dict:
+    """The runtime fields a plan built from costs of setting ``s`` carries (so ``evaluate`` rebuilds the
+    same costs)."""
+    return dict(attention=s.attention, precision=s.precision, tp_overlap=s.tp_overlap, dp_overlap=overlap_dp)
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A solved plan: its iteration time (the same formula ``evaluate`` uses) and the costs it used (one
@@ -174,7 +180,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         if topo is None:
             topo = topo_cache[key] = st.Topology.of(cluster, s.tp, d, p)
         kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
-                  sequence_parallel=s.sequence_parallel, zero1=z)
+                  sequence_parallel=s.sequence_parallel, zero1=z, **plan_features(s, overlap_dp))
         if isinstance(c, dict) and v > 1:
             mixed_solved += 1
             covered += len(c) ** p
@@ -257,14 +263,18 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
              devices: int | None = None, microbatch_sizes: Iterable[int] = (1, 2, 4, 8, 16),
              recompute_modes: Iterable[str] = ("none", "selective", "full"),
              tp_values: Iterable[int] | None = None, interleave_values: Iterable[int] = (1, 2, 4),
-             sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = False,
+             sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = (False, True),
              top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
              seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
-             per_stage_recompute: bool = True, **cost_kw) -> PlanResult:
+             per_stage_recompute: bool = True, attention: str = "standard", precision: str = "fp16",
+             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, **cost_kw) -> PlanResult:
     """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
     ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
     never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
-    give each pipeline stage its own mode. Raises InfeasibleError (one line) when nothing fits."""
+    give each pipeline stage its own mode. ZeRO-1 is searched (both choices) by default. ``attention``,
+    ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
+    features every plan runs with; ``memory_reserve_bytes`` is HBM no plan may use. Raises
+    InfeasibleError (one line) when nothing fits."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
@@ -278,17 +288,23 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     for t in tps:
         if not model.valid_tp(t):
             raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: {model.tp_rule}")
+    recompute_modes = tuple(dict.fromkeys(recompute_modes))
+    if attention == "flash" and "none" in recompute_modes and "selective" in recompute_modes:
+        # a flash kernel stores no score matrix: selective recompute keeps what "none" keeps and re-runs
+        # nothing more, so its plans would repeat the "none" ones
+        recompute_modes = tuple(r for r in recompute_modes if r != "selective")
     costs: dict[TrainSetting, LayerCosts] = {}
     for mbs in microbatch_choices(model, microbatch_sizes):
         if global_batch % mbs:
             continue
         for t in tps:
-            tier = cluster.tier_for_group(t, 1)
+            tier = cluster.tier_for_group(t, 1, "tp")
             for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
                 for rc in recompute_modes:
-                    s = setting_for(model, mbs, t, sp, rc, seq_len)
+                    s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
+                                    tp_overlap=tp_overlap)
                     costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **cost_kw)
-    device = DeviceSpec.of(accelerator)
+    device = DeviceSpec.of(accelerator, memory_reserve_bytes)
     cands, stats, reason = best_plans_from_costs(
         costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,
         zero1=zero1, overlap_dp=overlap_dp, top_k=top_k, use_all_devices=use_all_devices,
@@ -310,6 +326,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     if baselines:
         from phaze.placement.baseline_plans import evaluate_baselines
         base = evaluate_baselines(model, accelerator, cluster, global_batch, devices=N, time_model=time_model,
-                                  overlap_dp=overlap_dp, optimizer=optimizer, seq_len=seq_len, **cost_kw)
+                                  optimizer=optimizer, seq_len=seq_len, memory_reserve_bytes=memory_reserve_bytes,
+                                  features=dict(attention=attention, precision=precision, tp_overlap=tp_overlap,
+                                                dp_overlap=overlap_dp), **cost_kw)
     stats = replace(stats, wall_time_s=time.perf_counter() - t_start)
     return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats)

@@ -11,8 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
 from phaze.errors import ConfigError
-
-RECOMPUTE_MODES = ("none", "selective", "full")
+from phaze.workload.config import ATTENTION_KINDS, PRECISIONS, RECOMPUTE_MODES
 
 
 @dataclass(frozen=True)
@@ -24,6 +23,12 @@ class Plan:
     (Megatron's interleaved 1F1B); with v = 1 they are the p pipeline stages. ``recompute`` is one mode
     for every stage, or a tuple with one mode per pipeline device stage. ``zero1`` shards the optimizer
     state (and its update) over the d data-parallel ranks (ZeRO stage 1 / Megatron distributed optimizer).
+
+    Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
+    time model), ``precision`` (fp16 / bf16 / fp8 GEMMs of the linear layers), ``tp_overlap`` (TP
+    collectives overlapped with their GEMMs; needs sequence parallelism), ``dp_overlap`` (the gradient
+    reduce overlapped with the last backward, bucketed), ``cp`` (context parallelism: each sequence split
+    over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -35,8 +40,25 @@ class Plan:
     sequence_parallel: bool = False
     interleave: int = 1
     zero1: bool = False
+    attention: str = "standard"
+    precision: str = "fp16"
+    tp_overlap: bool = False
+    dp_overlap: bool = False
+    cp: int = 1
 
     def __post_init__(self) -> None:
+        if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
+            raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
+        if self.cp > 1 and self.attention != "flash":
+            raise ConfigError("plan: context parallelism needs flash attention (ring attention on the fused "
+                              "kernel); use --attention flash")
+        if self.attention not in ATTENTION_KINDS:
+            raise ConfigError(f"plan: attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"plan: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
+            raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
+                              "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
         for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -75,7 +97,13 @@ class Plan:
 
     @property
     def devices(self) -> int:
-        return self.pp * self.tp * self.dp
+        return self.pp * self.tp * self.cp * self.dp
+
+    @property
+    def grad_sync_ranks(self) -> int:
+        """Devices holding the same weights: the data-parallel and context-parallel ranks (gradients are
+        reduced, and ZeRO-1 shards the optimizer, over all of them)."""
+        return self.dp * self.cp
 
     @property
     def num_layers(self) -> int:
@@ -105,7 +133,7 @@ class Plan:
                 else:
                     runs.append([mode, 1])
             rc = "/".join(mode if n == 1 else f"{mode}*{n}" for mode, n in runs)
-        s = (f"p={self.pp} t={self.tp} d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
+        s = (f"p={self.pp} t={self.tp} {'cp=%d ' % self.cp if self.cp > 1 else ''}d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
              f"recompute={rc}")
         if self.sequence_parallel:
             s += " sp"
@@ -113,6 +141,14 @@ class Plan:
             s += f" v={self.interleave}"
         if self.zero1:
             s += " zero1"
+        if self.attention != "standard":
+            s += f" {self.attention}"
+        if self.precision != "fp16":
+            s += f" {self.precision}"
+        if self.tp_overlap and self.tp > 1:
+            s += " tp-overlap"
+        if self.dp_overlap and self.dp > 1:
+            s += " dp-overlap"
         return s
 
     def to_dict(self) -> dict:
@@ -120,7 +156,9 @@ class Plan:
                 "num_microbatches": self.num_microbatches,
                 "recompute": self.recompute if isinstance(self.recompute, str) else list(self.recompute),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
-                "zero1": self.zero1, "stages": [list(r) for r in self.stages], "devices": self.devices}
+                "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
+                "tp_overlap": self.tp_overlap, "dp_overlap": self.dp_overlap, "cp": self.cp,
+                "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod
     def balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
@@ -211,10 +249,17 @@ class Evaluation:
     oom_stage: int | None  # the stage that exceeds the capacity most, if any
     memory_excess_bytes: float  # by how much it exceeds (0 if fits)
     bottleneck_stage: int
+    devices_given: int = 0  # devices of the cluster the plan was evaluated on (the plan may use fewer)
+    memory_reserve_bytes: float = 0.0  # kept free for the framework (capacity = HBM - reserve)
+
+    @property
+    def devices_used(self) -> int:
+        return self.plan.devices
 
     def to_dict(self) -> dict:
         d = self.plan.to_dict()
-        d.update({k: getattr(self, k) for k in (
+        d["devices_used"] = self.devices_used
+        d.update({k: getattr(self, k) for k in ("devices_given", "memory_reserve_bytes",
             "time_model", "iteration_time_s", "throughput_seq_per_s", "throughput_tokens_per_s", "mfu",
             "memory_bytes_per_device", "memory_capacity_bytes", "fits", "oom_stage", "memory_excess_bytes",
             "pipeline_s", "steady_s", "bubble_s", "p2p_s", "dp_allreduce_s", "optimizer_step_s",
@@ -232,6 +277,7 @@ class BaselineResult:
     plan: Plan | None
     evaluation: Evaluation | None
     reason: str = ""
+    note: str = ""  # e.g. why it leaves devices idle
 
     @property
     def fits(self) -> bool:
@@ -258,7 +304,7 @@ class PlanResult:
     def to_dict(self) -> dict:
         def base(b: BaselineResult) -> dict:
             d = b.evaluation.to_dict() if b.evaluation is not None else {}
-            d.update({"name": b.name, "fits": b.fits, "reason": b.reason})
+            d.update({"name": b.name, "fits": b.fits, "reason": b.reason, "note": b.note})
             return d
         return {"best": self.best.to_dict(), "alternatives": [a.to_dict() for a in self.alternatives],
                 "baselines": [base(b) for b in self.baselines],

@@ -90,8 +90,9 @@ class Topology:
 
     @classmethod
     def of(cls, cluster: Cluster, tp: int, dp: int, pp: int) -> "Topology":
-        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1), cluster.tier_for_group(dp, tp),
-                   cluster.tier_for_group(2, tp * dp), cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp))
+        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1, "tp"), cluster.tier_for_group(dp, tp, "dp"),
+                   cluster.tier_for_group(2, tp * dp, "pp"),
+                   cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp, "dp"))
 
 
 def _vec(f, x):
@@ -195,9 +196,29 @@ def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0):
     return s.weight_bytes + s.grad_bytes + opt - tied_bytes + in_flight * s.activation_bytes + s.working_bytes
 
 
-def exposed_sync_s(sync_s, bwd_s, overlap: bool):
-    """Part of the gradient synchronisation not hidden behind the last microbatch's backward."""
-    return np.maximum(0.0, sync_s - bwd_s) if overlap else sync_s
+# Megatron-LM's gradient buckets: DistributedDataParallelConfig.bucket_size defaults to
+# max(40,000,000, 1,000,000 x data-parallel size) parameters (megatron/core/distributed/
+# distributed_data_parallel_config.py).
+DDP_BUCKET_PARAMS = 40_000_000
+DDP_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
+
+
+def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1):
+    """Part of the gradient synchronisation not hidden behind the last microbatch's backward. Overlapped,
+    the reduce runs bucket by bucket as the backward produces them, so at least the last bucket (the
+    stage's first layers, whose gradients come last) is exposed: max(sync x bucket share, sync - bwd).
+    ``params``: the stage's parameters per device (0: no bucket floor)."""
+    if not overlap:
+        return sync_s
+    bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
+    if np.ndim(sync_s) == 0 and np.ndim(bwd_s) == 0 and np.ndim(params) == 0:  # the scalar path, no numpy
+        share = min(1.0, bucket / params) if params > 0 else 0.0
+        return max(0.0, share * float(sync_s), float(sync_s) - float(bwd_s))
+    p = np.asarray(params, dtype=float)
+    share = np.where(p > 0, np.minimum(1.0, bucket / np.maximum(p, 1.0)), 0.0)
+    out = np.maximum(share * sync_s, sync_s - bwd_s)
+    out = np.maximum(0.0, out)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
@@ -210,12 +231,24 @@ def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
     return min((pp - stage - 1) * 2 + (v - 1) * pp + 1, m * v) / v
 
 
+def bottleneck_weight(m: int, v: int = 1) -> float:
+    """How many times the slowest stage's T counts beyond sum T / v: m - 1/v (see ``iteration_s``)."""
+    return m - 1.0 / v
+
+
+def iteration_s(sum_T, max_T, max_R, m: int, v: int = 1):
+    """THE iteration-time formula every placement solver and ``evaluate`` use:
+    sum_i T_i / v + (m - 1/v) * max_i T_i + max_i R_i (T_i: stage i's fwd + bwd + sends per microbatch,
+    R_i: its exposed gradient sync + optimizer step). v = 1: 1F1B with heterogeneous stages (the first
+    microbatch through every stage, then m-1 more at the bottleneck's pace); v > 1: the interleaved bubble
+    (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2). Scalars or numpy arrays."""
+    return sum_T / v + bottleneck_weight(m, v) * max_T + max_R
+
+
 def pipeline_time_s(T, m: int, v: int):
-    """sum_i T_i / v + (m - 1/v) * max_i T_i. v = 1: 1F1B with heterogeneous stages (first microbatch
-    through every stage, then m-1 more at the bottleneck's pace); v > 1: the interleaved bubble
-    (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2)."""
+    """The pipeline part of ``iteration_s`` (no R) for per-stage times T."""
     T = np.asarray(T, dtype=float)
-    return float(T.sum() / v + (m - 1.0 / v) * T.max())
+    return float(iteration_s(T.sum(), T.max(), 0.0, m, v))
 
 
 @dataclass(frozen=True)
@@ -254,7 +287,7 @@ def model_totals(c: LayerCosts, L: int) -> ModelTotals:
 def least_sends_s(c: LayerCosts, cluster: Cluster, t: int, d: int) -> tuple[float, float]:
     """The cheapest forward and backward pipeline send any stage boundary of a (t, d) plan can have."""
     E, Bk, H = c.embedding, c.block, c.head
-    tier, tt = cluster.tier_for_group(2, t * d), cluster.tier_for_group(t, 1)
+    tier, tt = cluster.tier_for_group(2, t * d, "pp"), cluster.tier_for_group(t, 1, "tp")
     pf = min(float(send_s(c, Bk.boundary_fwd_bytes, tier, tt)), float(send_s(c, E.boundary_fwd_bytes, tier, tt)))
     pb = min(float(send_s(c, Bk.boundary_bwd_bytes, tier, tt)), float(send_s(c, H.boundary_bwd_bytes, tier, tt)))
     return pf, pb

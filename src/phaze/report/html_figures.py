@@ -5,8 +5,8 @@ from __future__ import annotations
 from phaze.report.details import LayerGantt, PlanDetail, iteration_parts
 from phaze.report.svg import (BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION, YELLOW, Axes, Frame, Series, esc,
                               hbars, scatter, svg)
+from phaze.units import GiB
 
-GiB = 2**30
 STAGE_COLORS = (BLUE, ORANGE)  # alternate so neighbouring stages are told apart
 TIME_COLORS = (BLUE, SKY, GREEN, VERMILLION, PURPLE, YELLOW)
 MEM_PARTS = (("weight_bytes", "weights", BLUE), ("grad_bytes", "gradients", SKY),
@@ -93,6 +93,14 @@ def stage_times(ev: dict) -> str:
                  legend_items=[(BLUE, "forward"), (SKY, "backward incl. recompute"), (GREEN, "p2p sends")])
 
 
+def _capacity_label(ev: dict) -> str:
+    """'HBM capacity 32 GiB', or with a reserve 'usable 29 GiB of HBM 32 GiB'."""
+    cap, reserve = ev["memory_capacity_bytes"], ev.get("memory_reserve_bytes", 0.0)
+    if reserve > 0:
+        return f"usable {cap / GiB:.0f} GiB of HBM capacity {(cap + reserve) / GiB:.0f} GiB"
+    return f"HBM capacity {cap / GiB:.0f} GiB"
+
+
 def stage_memory(ev: dict) -> str:
     """Memory per device of each stage, by kind, against the HBM capacity."""
     cap = ev["memory_capacity_bytes"]
@@ -101,7 +109,7 @@ def stage_memory(ev: dict) -> str:
         parts = [(s[k] / GiB, c, f"stage {s['stage']} {name}: {s[k] / GiB:.2f} GiB") for k, name, c in MEM_PARTS]
         rows.append((f"stage {s['stage']} ({s['in_flight_microbatches']:g} in flight)", parts))
     return hbars(rows, title="Memory per device by stage, against the HBM capacity", xlabel="memory per device (GiB)",
-                 row_px=_row_px(len(rows)), label_px=170, vline=(cap / GiB, f"HBM capacity {cap / GiB:.0f} GiB"),
+                 row_px=_row_px(len(rows)), label_px=170, vline=(cap / GiB, _capacity_label(ev)),
                  legend_items=[(c, name) for _, name, c in MEM_PARTS])
 
 

@@ -2,13 +2,24 @@
 from __future__ import annotations
 
 from phaze.report.tables import si, table
+from phaze.units import MiB
 
-MiB = 2**20
 
 
 def chip_text(r: dict) -> str:
-    return (f"{r['num_tc']}x TC {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']}x VC {r['vc_width']}, "
-            f"GLB {r['glb_bytes'] // MiB} MiB")
+    glb = f"GLB {r['glb_bytes'] // MiB} MiB"
+    if r.get("glb_banks"):
+        glb += f" ({r['glb_banks']} x {r['glb_bank_width_bytes']} B, {r.get('noc', '')})"
+    return f"{r['num_tc']}x TC {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']}x VC {r['vc_width']}, {glb}"
+
+
+def watts(v) -> str:
+    return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
+
+
+def glb_bw(r: dict) -> str:
+    v = r.get("glb_bandwidth_Bps")
+    return si(v, "B/s") if isinstance(v, (int, float)) else "-"
 
 
 def results_rows(r: dict) -> dict:
@@ -42,24 +53,30 @@ def search_tables(res) -> list:
         rows.append((o["model"], "best chip", f"{b['area_mm2']:.1f}", b["hbm_gib"], o["plan"],
                      f"{o['throughput_seq_per_s']:.2f}", f"{o['throughput_seq_per_s'] / b['area_mm2']:.3f}",
                      f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
-                     f"{o['mfu']:.1%}", used))
+                     f"{o['mfu']:.1%}", used, watts(o.get("power_w")), watts(b.get("peak_power_w")), glb_bw(b),
+                     o.get("bound_by", "-")))
         rows.append((ref["model"], "TPUv4-like, best plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["best_plan"], f"{ref['best_seq_per_s']:.2f}",
                      f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x",
-                     f"{ref['best_mfu']:.1%}" if ref.get("best_mfu") is not None else "-", "-"))
+                     f"{ref['best_mfu']:.1%}" if ref.get("best_mfu") is not None else "-", "-",
+                     watts(ref.get("power_w")), watts(ref.get("peak_power_w")), glb_bw(ref), ref.get("bound_by", "-")))
         paper = ref["paper_seq_per_s"]
         rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
                      ref["paper_plan"] + " (balanced stages)" if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
                      f"{paper:.2f}" if paper else "-", f"{paper / ref['area_mm2']:.3f}" if paper else "-",
-                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-", "-", "-"))
+                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-", "-", "-",
+                     "-", watts(ref.get("peak_power_w")), glb_bw(ref), "-"))
+    what = {"throughput": "mean throughput", "perf-per-area": "mean throughput per mm^2",
+            "perf-per-watt": "mean throughput per W of peak power"}[res.spec.get("objective", "throughput")]
     out.append(table(f"best chip: {chip_text(b)}, {b['area_mm2']:.2f} mm^2, HBM {b['hbm_gib']} GiB "
-                     f"(score {b['score']:.3f} = mean throughput over the TPUv4-like chip's best)",
+                     f"(score {b['score']:.3f} = {what} over the TPUv4-like chip's best)",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
-                      "MFU", "devices used"], rows))
+                      "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))
     if res.per_model:
         refs = {r["model"]: r for r in res.references}
         out.append(table("best chip per model, each model searched alone (the joint winner above maximizes the mean)",
-                         ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best"],
+                         ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
+                          "power W"],
                          [_alone_row(r, refs[r["model"]]) for r in res.per_model]))
     scope = ("exact over the whole space" if res.spec.get("pareto")
              else "among the exactly evaluated candidates; --pareto makes it exact")
@@ -67,8 +84,9 @@ def search_tables(res) -> list:
     shown = thin(front, MAX_FRONT_ROWS)
     more = f"; {len(shown)} of {len(front)} points shown, all in --json" if len(shown) < len(front) else ""
     out.append(table(f"Pareto front of score against area ({scope}{more})",
-                     ["area mm^2", "score", "HBM GiB", "chip"],
-                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], chip_text(r)) for r in shown]))
+                     ["area mm^2", "score", "HBM GiB", "power W", "peak W", "chip"],
+                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], watts(r.get("power_w")),
+                       watts(r.get("peak_power_w")), chip_text(r)) for r in shown]))
     return out
 
 
@@ -79,7 +97,8 @@ def _alone_row(r: dict, ref: dict) -> tuple:
     o = r["outcomes"][0]
     tput = o["throughput_seq_per_s"]
     return (r["model"], chip_text(r), f"{r['area_mm2']:.1f}", r["hbm_gib"], o["plan"], f"{tput:.2f}",
-            f"{tput / r['area_mm2']:.3f}", f"{tput / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-")
+            f"{tput / r['area_mm2']:.3f}", f"{tput / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
+            watts(o.get("power_w")))
 
 
 def thin(rows: list, k: int) -> list:

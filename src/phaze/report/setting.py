@@ -3,9 +3,8 @@ shown first in the HTML report, so nothing the answer depends on is left implici
 from __future__ import annotations
 
 from dataclasses import fields
+from phaze.units import GiB, MiB
 
-GiB = 2**30
-MiB = 2**20
 
 
 def _si(v: float, unit: str) -> str:
@@ -81,8 +80,23 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
+    """The runtime features every plan runs with (``phaze plan`` flags)."""
+    if not rt:
+        return []
+    att = {"flash": "flash (fused kernel, no score matrix stored; selective recompute = none)",
+           "standard": "standard (the score matrix is stored for the backward)"}[rt["attention"]]
+    return [("attention", att), ("precision", rt["precision"]),
+            ("TP overlap", "on: TP collectives overlap their GEMMs (plans with sequence parallelism)"
+             if rt["tp_overlap"] else "off: TP collectives block"),
+            ("DP overlap", "on: the gradient reduce overlaps the last backward, bucketed" if rt["dp_overlap"]
+             else "off: the gradient reduce runs after the backward"),
+            ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
+                               f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
+
+
 def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None = None,
-                 microbatch_sizes=None, recompute_modes=None) -> list[tuple[str, str]]:
+                 microbatch_sizes=None, recompute_modes=None, runtime: dict | None = None) -> list[tuple[str, str]]:
     """Rows for ``phaze plan`` (the plan space shown is ``phaze.placement.optimize``'s defaults unless given)."""
     import inspect
 
@@ -104,6 +118,8 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
             ("microbatch sizes", _vals(microbatch_sizes or d["microbatch_sizes"])),
             ("recompute modes", _vals(recompute_modes or d["recompute_modes"]) + " (one per plan, or one per stage)"),
             ("plan space", f"tensor-parallel: every valid width; interleaving {_vals(d['interleave_values'])}; "
-                           f"sequence parallelism off/on; up to {devices} devices (fewer when that is faster)"),
+                           f"sequence parallelism off/on; ZeRO-1 (distributed optimizer) off/on; up to {devices} "
+                           f"devices (fewer when that is faster)"),
+            *_runtime_rows(runtime or {}),
             ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if tm == "sequential"
              else "optimal per-layer schedules on tensor and vector cores")]

@@ -31,9 +31,10 @@ def collective_duration_s(op: Collective, tp_tier: NetworkTier | None, where: st
 def build_problem(graph: LayerGraph, accelerator: Accelerator,
                   tp_tier: NetworkTier | None = None) -> ScheduleProblem:
     """Each op's duration on every core count of ``core_modes`` (dominated modes dropped)."""
-    from phaze.cost import core_modes, op_latency_s
+    from phaze.cost import activations_resident, core_modes, op_latency_s
 
     arch = accelerator.as_arrays()
+    resident = activations_resident(graph, arch)
     where = f"layer {graph.layer!r} ({graph.direction})"
     ops = []
     for op in graph.ops:
@@ -43,7 +44,7 @@ def build_problem(graph: LayerGraph, accelerator: Accelerator,
         else:
             cap = accelerator.num_tc if kind == "tc" else accelerator.num_vc
             modes = prune_modes(
-                (k, max(float(np.asarray(op_latency_s(op, arch, k)).reshape(-1)[0]), MIN_DURATION_S))
+                (k, max(float(np.asarray(op_latency_s(op, arch, k, resident=resident)).reshape(-1)[0]), MIN_DURATION_S))
                 for k in core_modes(cap))
         ops.append(SchedOp(op.name, kind, modes))
     return ScheduleProblem(tuple(ops), tuple(tuple(e) for e in graph.edges),

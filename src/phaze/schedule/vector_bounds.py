@@ -18,9 +18,10 @@ from phaze.workload.ops import LayerGraph, op_resource
 
 def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
                       tp_tier: NetworkTier | None = None) -> tuple[np.ndarray, np.ndarray]:
-    from phaze.cost import op_latency_s
+    from phaze.cost import activations_resident, op_latency_s
 
     n_chips = len(arch)
+    resident = activations_resident(graph, arch)
     caps = {"tc": np.asarray(arch.num_tc, dtype=np.int64), "vc": np.asarray(arch.num_vc, dtype=np.int64),
             "net": np.ones(n_chips, dtype=np.int64)}
     where = f"layer {graph.layer!r} ({graph.direction})"
@@ -37,12 +38,12 @@ def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
             work["net"] += d
             continue
         cap = caps[kind]
-        full = np.maximum(np.asarray(op_latency_s(op, arch, cap), dtype=float), MIN_DURATION_S)
+        full = np.maximum(np.asarray(op_latency_s(op, arch, cap, resident=resident), dtype=float), MIN_DURATION_S)
         best_d, best_w = full.copy(), full * cap
         p = 1
         while p < int(cap.max(initial=1)):
             cores = np.where(p < cap, p, cap)  # mode p where it exists, else the all-cores mode again
-            lat = np.maximum(np.asarray(op_latency_s(op, arch, cores), dtype=float), MIN_DURATION_S)
+            lat = np.maximum(np.asarray(op_latency_s(op, arch, cores, resident=resident), dtype=float), MIN_DURATION_S)
             best_d = np.minimum(best_d, lat)
             best_w = np.minimum(best_w, lat * cores)
             p *= 2

@@ -34,12 +34,14 @@ class BranchAndBound:
     """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
 
     def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
-                 cluster, done: dict, prune: bool, schedule_time_limit_s: float) -> None:
+                 cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None) -> None:
         self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
+        # per-chip objective weight (phaze.search.objective): score = throughput / (reference x weight)
+        self.w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
         self.prune, self.limit_s = prune, schedule_time_limit_s
         self.pareto = spec.pareto
         # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
-        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0)
+        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0) / self.w[None, :]
         self.chip_ub = self.ub.max(axis=0)
         area = cands.area_mm2
         # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
@@ -97,7 +99,7 @@ class BranchAndBound:
                 continue
             self.sigs[c] = sig
             hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
-            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
+            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r * self.w[c],
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
                            for b, r in zip(self.bounds, self.ref_tput))
             return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,

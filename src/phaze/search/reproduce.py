@@ -15,19 +15,19 @@ from pathlib import Path
 from phaze.errors import InfeasibleError, StoreError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.area import area_mm2
-from phaze.hardware.presets import TPUV4_LIKE, get_cluster
+from phaze.hardware.presets import get_cluster
 from phaze.hardware.space import enumerate_space
 from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
 from phaze.schedule import ScheduleCache
 from phaze.search.run import references, run_search
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.spec import SearchSpec
 from phaze.search.spotlight import SAMPLES, spotlight_search
 from phaze.search.store import Store
+from phaze.units import GiB, MiB
 
 PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
 ROLES = ("phaze", "tpuv4-like", "spotlight")
-MiB = 2**20
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
                            baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                           schedule_cache=cache)
+                           schedule_cache=cache, zero1=False)  # the co-search's plan space: no ZeRO-1
             if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
                 best = {"throughput_seq_per_s": res.best.throughput_seq_per_s,
                         "iteration_time_s": res.best.iteration_time_s, "plan": res.best.plan.describe(),
@@ -125,17 +125,19 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
         o = b["outcomes"][0]
         acc = cands.arch.accelerator(b["chip"], name=f"phaze-{model.name}")
         rows.append(ReproduceRow(model.name, "phaze", "best", o["throughput_seq_per_s"],
-                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], None, b["hbm_gib"], chip_text(acc),
+                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], o.get("power_w"), b["hbm_gib"],
+                                 chip_text(acc),
                                  o["plan"], o["iteration_time_s"], res.wall_time_s, res.counts["exact"],
                                  res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal")))
-    tpu_area = float(area_mm2(TPUV4_LIKE))
-    tpu_gib = TPUV4_LIKE.hbm_bytes / GiB
-    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, None, tpu_gib,
-                             chip_text(TPUV4_LIKE), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
+    tpu = spec.space.reference  # the TPUv4-like chip of the space's template
+    tpu_area = float(area_mm2(tpu))
+    tpu_gib = tpu.hbm_bytes / GiB
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.get("power_w"),
+                             tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
                              None, None, None, None))
     pt = ref["paper_seq_per_s"]
     rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, None, tpu_gib,
-                             chip_text(TPUV4_LIKE), ref["paper_plan"], spec.global_batch / pt if pt else None,
+                             chip_text(tpu), ref["paper_plan"], spec.global_batch / pt if pt else None,
                              None, None, None, None))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")

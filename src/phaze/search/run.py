@@ -9,15 +9,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from phaze.errors import InfeasibleError
-from phaze.hardware.presets import TPUV4_LIKE, get_cluster
+from phaze.hardware.presets import get_cluster
 from phaze.hardware.space import enumerate_space
 from phaze.progress import Progress
 from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chip
-from phaze.search.executor import make_executor
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.objective import apply_tdp, chip_weights
+from phaze.search.executor import abort, make_executor
+from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
+from phaze.units import GiB
 
 
 @dataclass(frozen=True)
@@ -44,18 +46,26 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
     from phaze.hardware.area import area_mm2
 
     out = []
+    chip = spec.space.reference  # the TPUv4-like chip of the space's template (with or without the hierarchy)
     for m in spec.models:
-        ref = {"model": m.name, "area_mm2": float(area_mm2(TPUV4_LIKE)), "hbm_gib": TPUV4_LIKE.hbm_bytes / GiB}
+        from phaze.search.explain import chip_facts
+        ref = {"model": m.name, "area_mm2": float(area_mm2(chip)), "hbm_gib": chip.hbm_bytes / GiB,
+               "chip_name": chip.name, **chip_facts(chip)}
         try:
-            res = optimize(m, TPUV4_LIKE, cluster, spec.global_batch, devices=spec.devices,
+            res = optimize(m, chip, cluster, spec.global_batch, devices=spec.devices,
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,),
-                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False)
+                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                           zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
             ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
                        best_mfu=res.best.mfu)
+            from phaze.placement.power import plan_power
+            tier = cluster.tier_for_group(res.best.plan.tp) if res.best.plan.tp > 1 else None
+            pw = plan_power(m, chip, res.best, tier)
+            ref.update(power_w=pw["power_w"], bound_by=pw["bound"], time_by_bound_s=pw["time_by_bound_s"])
         except InfeasibleError as err:
             ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
-        b = paper_baseline(m, TPUV4_LIKE, cluster, spec.global_batch)
+        b = paper_baseline(m, chip, cluster, spec.global_batch)
         ev = b.evaluation
         ref.update(paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
                    paper_plan=b.plan.describe() if b.plan is not None else b.reason,
@@ -97,7 +107,7 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers
         raise
 
 
-def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands) -> None:
+def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands, weights) -> None:
     """A joint "exact" result holds every model's exact best throughput on its chip (a model is only cut
     short when the chip falls below the incumbent, and then the result is "bounded"): record model k's as
     its own result (never overwriting what the model's store already holds)."""
@@ -105,8 +115,8 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
     for r in joint.values():
         if r.status == "exact" and r.outcomes[k].throughput_seq_per_s > 0:
             o = r.outcomes[k]
-            by_chip.setdefault(r.index, []).append(ChipResult(r.index, r.hbm_gib, "exact",
-                                                              o.throughput_seq_per_s / ref_seq_per_s, (o,), 0, 0))
+            by_chip.setdefault(r.index, []).append(ChipResult(
+                r.index, r.hbm_gib, "exact", o.throughput_seq_per_s / (ref_seq_per_s * weights[r.index]), (o,), 0, 0))
     for c, results in sorted(by_chip.items()):
         sub.add(results, {c: chip_fields(cands, c)})
 
@@ -117,62 +127,88 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
     ``namespace`` when the file holds several searches, see ``Store.open``)."""
     t0 = time.perf_counter()
-    store = Store.open(store_path, spec.fingerprint(), resume, namespace)
-    prog = Progress(quiet, prefix="phaze search")
+    cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
+    cands = enumerate_space(spec.space)
+    if len(cands) == 0:
+        raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
+    cands = apply_tdp(cands, spec.tdp_w)
+    weights = chip_weights(spec.objective, cands, spec.space.reference)
+    for m in spec.models:
+        spec.settings(m)
+    executor = make_executor(backend, workers, address)  # a missing Ray fails here, before the store exists
     try:
-        cluster = get_cluster(spec.cluster, spec.devices)
-        cands = enumerate_space(spec.space)
-        if len(cands) == 0:
-            raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
+        store = Store.open(store_path, spec.fingerprint(), resume, namespace)
+    except BaseException:
+        abort(executor)
+        raise
+    prog = Progress(quiet, prefix="phaze search")
+    finished = False
+    try:
         refs = store.get_meta("references")
         if refs is None:
             prog.note("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
-        executor = make_executor(backend, workers, address)
         total = len(cands) * len(spec.hbm_gib)
         ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         per_model = []
-        try:
-            bounds = []
-            for m in spec.models:
-                prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
-                          f"worker{'s' if workers > 1 else ''})")
-                prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
-                bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
-            prog.done()
-            bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s)
-            prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
-                      f"the bounds rule out are counted as they go")
-            prog.stage("exact evaluation", total, "candidates")
-            prog.update(bb.resolved())
-            _explore(bb, store, executor, prog, workers)
-            counts = bb.counts()
-            prog.done(f"{counts['exact']} exact, {counts['bounded']} bounded, {counts['pruned']} pruned")
-            if len(spec.models) > 1:
-                joint = store.load()
-                counts["per_model"] = {}
-                for k, (m, b) in enumerate(zip(spec.models, bounds)):
-                    sub = store.scoped(k)
-                    _seed_from_joint(joint, k, ref_tput[k], sub, cands)
-                    bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
-                                          prune, schedule_time_limit_s)
-                    prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
-                    prog.stage(f"{m.name} alone", total, "candidates")
-                    prog.update(bb_k.resolved())
-                    _explore(bb_k, sub, executor, prog, workers)
-                    prog.done()
-                    counts["per_model"][m.name] = bb_k.counts()
-                    top = sub.rows(top=1)
-                    if top:
-                        per_model.append({"model": m.name, **top[0]})
-        except BaseException:
-            executor.shutdown(wait=False, cancel_futures=True)
-            raise
+        bounds = []
+        for m in spec.models:
+            prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
+                      f"worker{'s' if workers > 1 else ''})")
+            prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
+            bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
+        prog.done()
+        bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
+                            weights)
+        prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
+                  f"the bounds rule out are counted as they go")
+        prog.stage("exact evaluation", total, "candidates")
+        prog.update(bb.resolved())
+        _explore(bb, store, executor, prog, workers)
+        counts = bb.counts()
+        prog.done(f"{counts['exact']} exact, {counts['bounded']} bounded, {counts['pruned']} pruned")
+        if len(spec.models) > 1:
+            joint = store.load()
+            counts["per_model"] = {}
+            for k, (m, b) in enumerate(zip(spec.models, bounds)):
+                sub = store.scoped(k)
+                _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights)
+                bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
+                                      prune, schedule_time_limit_s, weights)
+                prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
+                prog.stage(f"{m.name} alone", total, "candidates")
+                prog.update(bb_k.resolved())
+                _explore(bb_k, sub, executor, prog, workers)
+                prog.done()
+                counts["per_model"][m.name] = bb_k.counts()
+                top = sub.rows(top=1)
+                if top:
+                    per_model.append({"model": m.name, **top[0]})
         executor.shutdown(wait=True)
+        finished = True
         rows = store.rows(status="exact")
+        front = pareto_front(rows)
+        if rows:
+            prog.note("explaining the answer: power and what bounds each reported chip's time")
+            rows[0] = _explain(rows[0], spec, cands, cluster)
+            front = [rows[0] if r["chip"] == rows[0]["chip"] and r["hbm_gib"] == rows[0]["hbm_gib"]
+                     else _explain(r, spec, cands, cluster) for r in front]
+            per_model = [_explain(r, replace(spec, models=tuple(m for m in spec.models if m.name == r["model"])),
+                                  cands, cluster) for r in per_model]
+            store.put_meta("explained", {"best": rows[0], "pareto": front, "per_model": per_model})
     finally:
+        if not finished:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
+            abort(executor)
         prog.close()
         store.close()
-    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, pareto_front(rows),
+    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, front,
                         time.perf_counter() - t0, per_model)
+
+
+def _explain(row: dict, spec: SearchSpec, cands, cluster) -> dict:
+    from phaze.search.explain import enrich_row
+
+    acc = replace(cands.arch.accelerator(int(row["chip"])), hbm_bytes=int(row["hbm_gib"]) * GiB,
+                  name=f"cand{row['chip']}")
+    return enrich_row(row, acc, spec, cluster)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from phaze.errors import ConfigError
 from phaze.hardware.space import DesignSpace
+from phaze.limits import check_all
 from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)
@@ -33,8 +33,20 @@ class SearchSpec:
     # True: prune only candidates a no-larger chip provably beats, so the Pareto front of score against
     # area is exact over the whole space (more exact evaluations); False: prune below the best score
     pareto: bool = False
+    # what the score measures: throughput, throughput per mm^2 or throughput per W of peak power, each
+    # relative to the TPUv4-like chip's (phaze.search.objective)
+    objective: str = "throughput"
+    tdp_w: float | None = None  # chips whose peak power exceeds this are left out
 
     def __post_init__(self) -> None:
+        from phaze.search.objective import OBJECTIVES
+        if self.objective not in OBJECTIVES:
+            raise ConfigError(f"--objective: unknown objective {self.objective!r}; use {', '.join(OBJECTIVES)}")
+        if self.tdp_w is not None and not (isinstance(self.tdp_w, (int, float)) and self.tdp_w > 0):
+            raise ConfigError(f"--tdp-w must be a positive number of watts, got {self.tdp_w!r}")
+        if (self.objective == "perf-per-watt" or self.tdp_w is not None) and self.space.template != "chip":
+            raise ConfigError("--objective perf-per-watt and --tdp-w need a space with the on-chip hierarchy "
+                              "(the paper's template has no power model); drop --space paper")
         if not self.models:
             raise ConfigError("search needs at least one --model")
         for name, vals in (("--hbm-gib", self.hbm_gib), ("--mbs", self.microbatch_sizes), ("--tp", self.tp_values or (1,))):
@@ -43,8 +55,8 @@ class SearchSpec:
         for r in self.recompute_modes:
             if r not in RECOMPUTE_MODES:
                 raise ConfigError(f"--recompute: unknown mode {r!r}; use {', '.join(RECOMPUTE_MODES)}")
-        if self.devices <= 0 or self.global_batch <= 0:
-            raise ConfigError("--devices and --global-batch must be positive")
+        check_all(devices=self.devices, global_batch=self.global_batch, hbm_gib=self.hbm_gib,
+                  mbs=self.microbatch_sizes, tp=self.tp_values)
 
     def settings(self, model: ModelConfig) -> tuple[TrainSetting, ...]:
         """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism,
@@ -66,7 +78,7 @@ class SearchSpec:
 
     def fingerprint(self) -> dict:
         """Plain, canonical description used to check that --resume continues the same run."""
-        from phaze.report.jsonable import to_jsonable
+        from phaze.jsonable import to_jsonable
         from phaze.workload.config import VARIANT_DEFAULTS
 
         def model(m) -> dict:  # template-valued variant fields left out: stores from before them still resume
@@ -82,6 +94,10 @@ class SearchSpec:
         }
         if self.pareto:  # only when set, so stores written before the option existed still resume
             out["pareto"] = True
+        if self.objective != "throughput":
+            out["objective"] = self.objective
+        if self.tdp_w is not None:
+            out["tdp_w"] = float(self.tdp_w)
         return out
 
     def key(self) -> str:

@@ -37,6 +37,9 @@ MODES: dict[str, tuple[str, bool]] = {
 }
 Mode = Literal["none", "seq", "sel", "seqsel", "full"]
 DEFAULT_FILE = "published_measurements.json"
+RUNS_FILE = "published_runs.json"  # 23 published runs (SC21, NeMo), the model is checked against
+HELD_OUT_FILE = "held_out_runs.json"  # further published runs the model is never tuned on
+DEFAULT_FILES = (DEFAULT_FILE, RUNS_FILE)
 
 
 class _ModelSpec(BaseModel):
@@ -104,9 +107,22 @@ class TimeCase:
     measured_s: float
     accelerator: str = "a100-80g"
     cluster: str = "dgx-a100"
+    group: str = ""  # the source the case belongs to (one table per group)
+    name: str = ""  # the source's own name for the run, if any
+    # the plan's runtime features (Korthikanti et al.'s runs: Megatron-LM 2022, none of them)
+    zero1: bool = False
+    attention: str = "standard"
+    precision: str = "fp16"
+    tp_overlap: bool = False
+    dp_overlap: bool = False
+    recompute: str = ""  # explicit (recompute, sequence_parallel); empty: from ``mode`` (MODES)
+    sequence_parallel: bool = False
+    cp: int = 1  # context parallelism
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         return f"{self.model.name} t={self.tp} p={self.pp} d={self.dp} v={self.interleave} {self.mode}"
 
 
@@ -136,6 +152,9 @@ class Cases:
     source: str
     time: tuple[TimeCase, ...]
     memory: tuple[MemoryCase, ...]
+
+    def __add__(self, other: "Cases") -> "Cases":
+        return Cases(f"{self.source}; {other.source}", self.time + other.time, self.memory + other.memory)
 
 
 def megatron_gpt(name: str, layers: int, hidden: int, heads: int, ffn: int, seq: int, vocab: int,
@@ -188,7 +207,7 @@ def cases_from_mapping(data: Any, source: str) -> Cases:
                               f"microbatch x dp = {e.microbatch * e.dp}")
         time.append(TimeCase(model(e.model, e.tp, where), e.gpus, e.tp, e.pp, e.dp, e.global_batch,
                              e.microbatch, e.pipeline_interleaving, e.mode, float(e.measured_s), e.accelerator,
-                             e.cluster))
+                             e.cluster, group=spec.source.split(",")[0].split("'")[0].strip()))
     memory = []
     for i, e in enumerate(spec.memory_gib_per_gpu):
         where = f"memory_gib_per_gpu[{i}]"
@@ -206,17 +225,31 @@ def cases_from_mapping(data: Any, source: str) -> Cases:
     return Cases(spec.source, tuple(time), tuple(memory))
 
 
+def _any_from_mapping(data: Any, source: str) -> Cases:
+    """Either file shape: published runs ({"runs": [...]}, ``phaze.validation.runs``) or measurements."""
+    if isinstance(data, dict) and "runs" in data:
+        from phaze.validation.runs import runs_from_mapping
+        return runs_from_mapping(data, source)
+    return cases_from_mapping(data, source)
+
+
+def packaged_cases(name: str) -> Cases:
+    """A file shipped in phaze/validation/data."""
+    text = resources.files("phaze.validation").joinpath("data", name).read_text(encoding="utf-8")
+    return _any_from_mapping(json.loads(text), f"phaze:validation/data/{name}")
+
+
 def load_cases(path: str | Path | None = None) -> Cases:
-    """Cases from a JSON file of the published-measurements shape (default: the packaged file)."""
+    """Cases from a JSON file of the published-measurements or published-runs shape (default: the packaged
+    Korthikanti et al. measurements plus the packaged published runs, ``DEFAULT_FILES``)."""
     if path is None:
-        text = resources.files("phaze.validation").joinpath("data", DEFAULT_FILE).read_text(encoding="utf-8")
-        return cases_from_mapping(json.loads(text), f"phaze:validation/data/{DEFAULT_FILE}")
+        out = None
+        for name in DEFAULT_FILES:
+            c = packaged_cases(name)
+            out = c if out is None else out + c
+        return out
+    from phaze.fileio import read_data_file
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: cases file does not exist; check the path")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{p}: not valid JSON ({first}); fix the syntax") from None
-    return cases_from_mapping(data, str(p))
+    data = read_data_file(p, "cases file", fmt="json")
+    return _any_from_mapping(data, str(p))

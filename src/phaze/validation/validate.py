@@ -16,13 +16,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from phaze.hardware.presets import get_accelerator, get_cluster
-from phaze.placement.evaluation import evaluate, plan_costs
+from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, plan_costs
 from phaze.placement.plan import Plan
 from phaze.progress import Progress
-from phaze.validation.cases import MODES, Cases, MemoryCase, TimeCase, load_cases
+from phaze.validation.cases import HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
+from phaze.units import GiB
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,19 @@ class TimeResult:
     predicted_s: float
     measured_s: float
     error_pct: float  # signed: (predicted - measured) / measured * 100
+    group: str = ""
+    fits: bool = True  # the plan fits in HBM minus the default reserve (every published run trained)
+    memory_gib: float = 0.0  # predicted peak memory per device
+    capacity_gib: float = 0.0  # usable memory per device (HBM minus the reserve)
+
+
+@dataclass(frozen=True)
+class GroupSummary:
+    group: str
+    cases: int
+    time_mean_abs_pct: float
+    time_max_abs_pct: float
+    fitting: int  # cases whose plan fits
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,7 @@ class ValidationReport:
     time_max_abs_pct: float
     memory_mean_abs_pct: float
     memory_max_abs_pct: float
+    groups: tuple[GroupSummary, ...] = ()
 
     def to_dict(self) -> dict:
         def row(r) -> dict:
@@ -68,24 +82,41 @@ class ValidationReport:
         return {"source": self.source, "time": [row(r) for r in self.time],
                 "memory": [row(r) for r in self.memory],
                 "time_mean_abs_pct": self.time_mean_abs_pct, "time_max_abs_pct": self.time_max_abs_pct,
-                "memory_mean_abs_pct": self.memory_mean_abs_pct, "memory_max_abs_pct": self.memory_max_abs_pct}
+                "memory_mean_abs_pct": self.memory_mean_abs_pct, "memory_max_abs_pct": self.memory_max_abs_pct,
+                "groups": [asdict(g) for g in self.groups]}
 
 
 def _err(pred: float, meas: float) -> float:
     return (pred - meas) / meas * 100.0
 
 
-def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str) -> Plan:
+def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str, **features) -> Plan:
     recompute, sp = MODES[mode]
     return Plan.balanced(model.num_layers, pp, tp, dp, mbs, gb // (mbs * dp), interleave=v,
-                         recompute=recompute, sequence_parallel=sp and tp > 1)
+                         recompute=recompute, sequence_parallel=sp and tp > 1, **features)
 
 
 def _time(c: TimeCase) -> TimeResult:
-    plan = _plan(c.model, c.pp, c.tp, c.dp, c.microbatch, c.global_batch, c.interleave, c.mode)
-    ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch)
+    plan = Plan.balanced(
+        c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
+        interleave=c.interleave, recompute=c.recompute or MODES[c.mode][0],
+        sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
+        attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp)
+    ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
+                  memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
     return TimeResult(c.label, c.model, plan, c.mode, ev.iteration_time_s, c.measured_s,
-                      _err(ev.iteration_time_s, c.measured_s))
+                      _err(ev.iteration_time_s, c.measured_s), c.group, ev.fits, ev.memory_bytes_per_device / GiB,
+                      ev.memory_capacity_bytes / GiB)
+
+
+def group_summaries(time: tuple[TimeResult, ...]) -> tuple[GroupSummary, ...]:
+    """Mean and max |error| and the fitting count of each group, in the order the groups first appear."""
+    out = []
+    for g in dict.fromkeys(r.group for r in time):
+        rs = [r for r in time if r.group == g]
+        a = [abs(r.error_pct) for r in rs]
+        out.append(GroupSummary(g, len(rs), sum(a) / len(a), max(a), sum(r.fits for r in rs)))
+    return tuple(out)
 
 
 def _memory(c: MemoryCase) -> list[MemoryResult]:
@@ -112,10 +143,13 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 
 
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
-    """Evaluate every case (default: the packaged published measurements; or a Cases object or a path to
-    a cases JSON file) and return predicted vs measured with signed % errors and their summaries.
+    """Evaluate every case (default: the packaged published measurements and runs; "held-out": the packaged
+    runs the model is never tuned on; or a Cases object or a path to a cases JSON file) and return predicted
+    vs measured with signed % errors, whether each plan fits, and the summaries per group and overall.
     ``progress``: report each case as it finishes (default: silent)."""
-    if not isinstance(cases, Cases):
+    if cases == "held-out":
+        cases = packaged_cases(HELD_OUT_FILE)
+    elif not isinstance(cases, Cases):
         cases = load_cases(cases)
     prog = progress or Progress(quiet=True)
     prog.stage("validating against published measurements", len(cases.time) + len(cases.memory), "cases")
@@ -136,4 +170,5 @@ def validate(cases: Cases | str | Path | None = None, progress: Progress | None 
     return ValidationReport(
         source=cases.source, time=time, memory=memory,
         time_mean_abs_pct=sum(ta) / len(ta) if ta else 0.0, time_max_abs_pct=max(ta, default=0.0),
-        memory_mean_abs_pct=sum(ma) / len(ma) if ma else 0.0, memory_max_abs_pct=max(ma, default=0.0))
+        memory_mean_abs_pct=sum(ma) / len(ma) if ma else 0.0, memory_max_abs_pct=max(ma, default=0.0),
+        groups=group_summaries(time))

@@ -5,9 +5,20 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phaze.errors import ConfigError
+from phaze.limits import check
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+# The layer sequence every model is cut into (embedding, num_layers blocks, head), and the two passes of each:
+# defined here once for every stage.
+LAYER_KINDS: tuple[str, ...] = ("embedding", "block", "head")
+DIRECTIONS: tuple[str, ...] = ("fwd", "bwd")
+# Attention kernels: "standard" materialises the score matrix (Megatron's fused softmax path), "flash" is a
+# fused kernel that never stores it (FlashAttention, Dao et al. 2022/2023; cuDNN / Transformer Engine).
+ATTENTION_KINDS: tuple[str, ...] = ("standard", "flash")
+# Number formats of the GEMMs: fp16 and bf16 run at the same tensor-core rate; fp8 (Transformer Engine)
+# runs the block's linear-layer GEMMs in 8-bit on chips with FP8 tensor cores.
+PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8")
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,10 @@ class ModelConfig:
             raise ConfigError(f"model {self.name!r}: field 'extra_positions' must be >= 0, got {self.extra_positions!r}")
         if not 0 < self.rotary_fraction <= 1:
             raise ConfigError(f"model {self.name!r}: field 'rotary_fraction' must be in (0, 1], got {self.rotary_fraction!r}")
+        for field in ("num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "max_tp", "vocab_pad_multiple",
+                      "kv_heads", "embed_proj_dim", "head_dim_override", "sliding_window", "extra_positions"):
+            if getattr(self, field) is not None:
+                check(field, getattr(self, field), f"model {self.name!r}: field '{field}'")
         if self.shared_norm and not self.parallel_block:
             raise ConfigError(f"model {self.name!r}: shared_norm needs parallel_block: true (a sequential block "
                               f"has two norms)")
@@ -146,7 +161,9 @@ VARIANT_DEFAULTS: dict[str, object] = {
 @dataclass(frozen=True)
 class TrainSetting:
     """How one layer is run: microbatch size, sequence length, tensor-parallel width, sequence
-    parallelism (Korthikanti et al. 2022) and activation recomputation mode."""
+    parallelism (Korthikanti et al. 2022), activation recomputation mode, the attention kernel, the GEMM
+    number format and whether the tensor-parallel collectives overlap the GEMMs next to them
+    (Transformer Engine userbuffers; needs sequence parallelism)."""
 
     microbatch_size: int
     seq_len: int
@@ -154,14 +171,41 @@ class TrainSetting:
     sequence_parallel: bool = False
     recompute: Recompute = "none"
     bytes_per_element: int = 2
+    attention: str = "standard"
+    precision: str = "fp16"
+    tp_overlap: bool = False
+    cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
 
     def __post_init__(self) -> None:
-        for field in ("microbatch_size", "seq_len", "tp"):
+        for field in ("microbatch_size", "seq_len", "tp", "cp"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"'{field}' must be a positive integer, got {v!r}")
         if self.recompute not in RECOMPUTE_MODES:
             raise ConfigError(f"recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {self.recompute!r}")
+        if self.attention not in ATTENTION_KINDS:
+            raise ConfigError(f"attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.cp > 1 and self.attention != "flash":
+            raise ConfigError("context parallelism needs flash attention (ring attention is built on the fused "
+                              "kernel, as in Transformer Engine); use --attention flash")
+        if self.cp > 1 and self.seq_len % (2 * self.cp):
+            raise ConfigError(f"context parallelism {self.cp} needs a sequence length divisible by 2 x cp "
+                              f"(load-balanced causal chunks), got {self.seq_len}")
+        if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
+            raise ConfigError("tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
+                              "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
+
+    @property
+    def local_seq_len(self) -> int:
+        """Tokens of a sequence on one device of the context-parallel group."""
+        return self.seq_len // self.cp
+
+    @property
+    def linear_bytes_per_element(self) -> int:
+        """Bytes per element of the block's linear-layer GEMM operands (1 in FP8, else the activations')."""
+        return 1 if self.precision == "fp8" else self.bytes_per_element
 
     def check_model(self, model: ModelConfig) -> None:
         """Raise ConfigError if this setting cannot shard ``model`` (a traced model checks its own rule)."""

@@ -16,21 +16,51 @@ from functools import lru_cache
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op
 
-LAYERS = ("embedding", "block", "head")
-DIRECTIONS = ("fwd", "bwd")
+LAYERS = LAYER_KINDS
 # Selective recompute re-runs the attention core only (Korthikanti et al. 2022, sec. 5).
 SELECTIVE_OPS = ("attn_scores", "softmax", "attn_dropout", "attn_v")
+# Flash attention (one fused kernel; softmax and dropout inside it) as its two GEMM halves, so the FLOPs are
+# exact: forward S = Q K^T and O = P V over the keys the causal mask leaves; the backward recomputes S
+# (the kernel never stores it) and computes dQ, dK, dP, dV: 5 GEMMs, i.e. 2.5x the forward (Dao et al.,
+# FlashAttention-2, 2023, sec. 3.1 and its benchmark's FLOP count). The cost model times these GEMMs as
+# compute inside one kernel (``phaze.cost.gpu``): the score tile never reaches HBM.
+FLASH_OPS = ("flash_scores", "flash_pv")
+
+
+def flash_keys(model: ModelConfig, seq_len: int) -> int:
+    """Keys a query is scored against on average in a flash kernel: a decoder's causal mask leaves query i
+    its i + 1 preceding keys (at most the sliding window), which the kernel skips block-wise; an encoder
+    attends to every key."""
+    s = seq_len
+    if model.arch == "encoder":
+        return model.attended_keys(s)
+    w = min(s, model.sliding_window) if model.sliding_window else s
+    # mean over i = 0..s-1 of min(i + 1, w) = w - w(w-1)/(2s)
+    return max(1, -(-(w * s - w * (w - 1) // 2) // s))
+
+
+def cp_ring_bytes(model: ModelConfig, setting: TrainSetting, direction: str) -> int:
+    """Bytes one device sends around the context-parallel ring in a block: cp - 1 steps, each passing the
+    K and V chunk it holds to the next device (Liu et al., Ring Attention, 2023; Megatron-LM context
+    parallelism); the backward passes K and V again plus their gradients. 0 without CP."""
+    if setting.cp <= 1:
+        return 0
+    b, s, e = setting.microbatch_size, setting.local_seq_len, setting.bytes_per_element
+    chunk = 2 * e * b * s * (model.num_kv_heads // setting.tp) * model.head_dim
+    return (setting.cp - 1) * chunk * (2 if direction == "bwd" else 1)
 
 
 def block_forward_gemm_flops(model: ModelConfig, setting: TrainSetting) -> int:
     """Closed form of the block's forward GEMM FLOPs per device (module docstring)."""
-    b, s, h, t, d = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, model.head_dim
+    b, s, h, t, d = setting.microbatch_size, setting.local_seq_len, model.hidden, setting.tp, model.head_dim
     a, g, f, k = model.heads, model.num_kv_heads, model.ffn, model.attended_keys(s)
+    if setting.attention == "flash":
+        k = flash_keys(model, setting.seq_len)
     m = 2 if model.gated_mlp else 1
     return (2 * b * s * h * (a + 2 * g) * d + 4 * b * s * k * a * d + 2 * b * s * a * d * h
             + 2 * b * s * h * f * m + 2 * b * s * f * h) // t
@@ -64,7 +94,7 @@ def _sp_in(fb: ForwardBuilder, name: str, dep: int | None, nbytes: int, setting:
 def _dims(model: ModelConfig, setting: TrainSetting) -> tuple[int, int, int, int, int, int]:
     """(microbatch b, sequence s, hidden h, TP width t, bytes per element e, sl): sl = the sequence rows a
     device holds outside the TP region (s / t with sequence parallelism, else s)."""
-    b, s, t = setting.microbatch_size, setting.seq_len, setting.tp
+    b, s, t = setting.microbatch_size, setting.local_seq_len, setting.tp  # this device's tokens (CP shard)
     sl = s // t if setting.sequence_parallel and t > 1 else s
     return b, s, model.hidden, t, setting.bytes_per_element, sl
 
@@ -76,20 +106,28 @@ def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
     a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
     kv = model.attended_keys(s)
     norm, full = model.norm, e * b * s * h
+    le = setting.linear_bytes_per_element  # the linear layers' GEMM operands (1 B in FP8)
     fb = ForwardBuilder()
     n1 = fb.add(vector_op("norm1", norm, b * sl * h), "vector", (None,))
     x1 = _sp_in(fb, "qkv", n1, full, setting)
-    qkv = fb.add(Gemm("qkv", 1, b * s, (a + 2 * g) * d, h, e), "weight_gemm", (x1,), column_parallel=True)
+    qkv = fb.add(Gemm("qkv", 1, b * s, (a + 2 * g) * d, h, le), "weight_gemm", (x1,), column_parallel=True)
     qk = qkv
     if model.position == "rotary":
         rot = round(b * s * (a + g) * d * model.rotary_fraction)
         qk = fb.add(vector_op("rotary", "rotary", rot), "vector", (qkv,))
-    sc = fb.add(Gemm("attn_scores", b * a, s, kv, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
-    p = fb.add(vector_op("softmax", "softmax", b * a * s * kv), "vector", (sc,))
-    if model.dropout:
-        p = fb.add(vector_op("attn_dropout", "dropout", b * a * s * kv), "vector", (p,))
-    av = fb.add(Gemm("attn_v", b * a, s, d, kv, e), "act_gemm", (p, qkv), operands=("probs", "v"))
-    o = fb.add(Gemm("out_proj", 1, b * s, h, a * d, e), "weight_gemm", (av,))
+    if setting.attention == "flash":
+        # CP: this device's queries against the whole sequence's keys (the K/V ring exchange is costed by
+        # ``cp_ring_bytes`` in the time model)
+        kf = flash_keys(model, setting.seq_len)
+        sc = fb.add(Gemm("flash_scores", b * a, s, kf, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
+        av = fb.add(Gemm("flash_pv", b * a, s, d, kf, e), "act_gemm", (sc, qkv), operands=("probs", "v"))
+    else:
+        sc = fb.add(Gemm("attn_scores", b * a, s, kv, d, e), "act_gemm", (qk, qk), operands=("q", "k"))
+        p = fb.add(vector_op("softmax", "softmax", b * a * s * kv), "vector", (sc,))
+        if model.dropout:
+            p = fb.add(vector_op("attn_dropout", "dropout", b * a * s * kv), "vector", (p,))
+        av = fb.add(Gemm("attn_v", b * a, s, d, kv, e), "act_gemm", (p, qkv), operands=("probs", "v"))
+    o = fb.add(Gemm("out_proj", 1, b * s, h, a * d, le), "weight_gemm", (av,))
     o = _tp_out(fb, "attn", o, full, setting)
     res = "dropout_add" if model.dropout else "add"
     r1 = fb.add(vector_op("attn_residual", res, b * sl * h), "vector", (o, None))
@@ -99,9 +137,9 @@ def block_nodes(model: ModelConfig, setting: TrainSetting) -> list[Node]:
         n2 = fb.add(vector_op("norm2", norm, b * sl * h), "vector", (None if model.parallel_block else r1,))
         x2 = _sp_in(fb, "fc1", n2, full, setting)
     width = 2 * f if model.gated_mlp else f
-    h1 = fb.add(Gemm("fc1", 1, b * s, width, h, e), "weight_gemm", (x2,), column_parallel=True)
+    h1 = fb.add(Gemm("fc1", 1, b * s, width, h, le), "weight_gemm", (x2,), column_parallel=True)
     act = fb.add(vector_op(model.mlp, model.mlp, b * s * f), "vector", (h1,))
-    h2 = fb.add(Gemm("fc2", 1, b * s, h, f, e), "weight_gemm", (act,))
+    h2 = fb.add(Gemm("fc2", 1, b * s, h, f, le), "weight_gemm", (act,))
     h2 = _tp_out(fb, "mlp", h2, full, setting)
     fb.add(vector_op("mlp_residual", res, b * sl * h), "vector", (h2, r1))
     return fb.nodes
@@ -183,6 +221,8 @@ def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction
         recompute = frozenset(range(len(nodes)))
     elif layer == "block" and setting.recompute == "selective":
         recompute = frozenset(i for i, n in enumerate(nodes) if n.op.name in SELECTIVE_OPS)
+    if layer == "block" and setting.attention == "flash":  # the flash backward recomputes S itself
+        recompute = recompute | frozenset(i for i, n in enumerate(nodes) if n.op.name == FLASH_OPS[0])
     return backward(nodes, layer, setting.tp, setting.sequence_parallel and setting.tp > 1, recompute)
 
 

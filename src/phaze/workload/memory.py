@@ -22,6 +22,11 @@ from phaze.workload.traced import TracedModel, traced_activation_bytes
 # which reproduces Korthikanti et al. Fig. 1); sgd: the Phaze reference (fp16 weight and grad, no state).
 OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2, 0)}
 ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
+# FP8 weights per parameter: Transformer Engine with FP8 parameters (NeMo's ``fp8_params=True``, as its H100
+# recipes set: github NVIDIA/dgxc-benchmarking llama3.1/configure.sh) keeps each linear weight as an FP8
+# tensor plus its FP8 transpose (Hopper's FP8 GEMMs take both operands K-major), 1 byte each, instead of the
+# 16-bit weight; the fp32 master copy stays in the optimizer state.
+FP8_WEIGHT_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -96,7 +101,7 @@ def param_count(model: ModelConfig) -> int:
 
 def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> dict[str, int]:
     """Tensors kept for the backward (bytes per microbatch per device) before recompute is applied."""
-    b, s, h, t, e = setting.microbatch_size, setting.seq_len, model.hidden, setting.tp, setting.bytes_per_element
+    b, s, h, t, e = setting.microbatch_size, setting.local_seq_len, model.hidden, setting.tp, setting.bytes_per_element
     sl = s // t if setting.sequence_parallel and t > 1 else s  # replicated region, sharded by SP
     drop, width = model.dropout, model.embed_proj_dim or h
     if layer == "embedding":
@@ -121,17 +126,24 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
         return terms
     a, g, d, f = model.heads // t, model.num_kv_heads // t, model.head_dim, model.ffn // t
     kv = model.attended_keys(s)
-    terms = {"norm1.input": e * b * sl * h, "qkv.input": e * b * sl * h,
-             "q,k": e * b * s * (a + g) * d, "v": e * b * s * g * d,
-             "softmax.output": e * b * a * s * kv}
-    if drop:
-        terms.update({"attn_dropout.mask": b * a * s * kv, "attn_dropout.output": e * b * a * s * kv})
-    terms["out_proj.input"] = e * b * s * a * d
+    # FP8 (Transformer Engine): the inputs of the linear layers are saved for the backward as FP8 casts
+    le = setting.linear_bytes_per_element
+    terms = {"norm1.input": e * b * sl * h, "qkv.input": le * b * sl * h,
+             "q,k": e * b * s * (a + g) * d, "v": e * b * s * g * d}
+    if setting.attention == "flash":
+        # the kernel keeps no score matrix: only the fp32 log-sum-exp per query row for its backward
+        # (FlashAttention-2, Algorithm 1 output L); the dropout mask is regenerated from the RNG state
+        terms["flash.logsumexp"] = 4 * b * a * s
+    else:
+        terms["softmax.output"] = e * b * a * s * kv
+        if drop:
+            terms.update({"attn_dropout.mask": b * a * s * kv, "attn_dropout.output": e * b * a * s * kv})
+    terms["out_proj.input"] = le * b * s * a * d
     if not model.parallel_block:  # a parallel block's norm2 reads the block input, kept once as norm1.input
         terms["norm2.input"] = e * b * sl * h
     if not model.shared_norm:  # a shared norm feeds FC1 the tensor kept as qkv.input
-        terms["fc1.input"] = e * b * sl * h
-    terms.update({"fc1.output": e * b * s * (2 * f if model.gated_mlp else f), "fc2.input": e * b * s * f})
+        terms["fc1.input"] = le * b * sl * h
+    terms.update({"fc1.output": e * b * s * (2 * f if model.gated_mlp else f), "fc2.input": le * b * s * f})
     if drop:
         terms.update({"attn_residual.mask": b * sl * h, "mlp_residual.mask": b * sl * h})
     return terms
@@ -149,13 +161,15 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
     t = setting.tp
     params = layer_params(model, layer, t)
     wb, gb, ob = OPTIMIZERS[optimizer]
+    if layer == "block" and setting.precision == "fp8":
+        wb = FP8_WEIGHT_BYTES  # the FP8 weight and its transpose replace the 16-bit weight
     terms = activation_terms(model, setting, layer)
     kept = total = sum(terms.values())
     if layer == "block" and setting.recompute == "selective":
         kept = total - sum(terms.get(k, 0) for k in ATTENTION_CORE)
     elif layer == "block" and setting.recompute == "full":
         kept = terms["norm1.input"]  # only the layer input (Korthikanti et al. 2022, sec. 4.3: 2sbh)
-    sl = setting.seq_len // t if setting.sequence_parallel and t > 1 else setting.seq_len
+    sl = setting.local_seq_len // t if setting.sequence_parallel and t > 1 else setting.local_seq_len
     boundary = setting.bytes_per_element * setting.microbatch_size * sl * model.hidden
     tied = -(-model.padded_vocab(t) // t) * (model.embed_proj_dim or model.hidden)
     return LayerMemory(

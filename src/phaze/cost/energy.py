@@ -1,0 +1,95 @@
+"""Energy of one op on chips with the on-chip hierarchy, from the same terms as its latency.
+
+GEMM: useful MACs x MAC energy; every GLB byte it moves is a GLB read (CACTI energy per access / port
+width) and crosses the network; HBM bytes cost the HBM energy and a GLB write each (the fill); the
+accumulator is read and written once per streamed row per weight tile (``batch * M * ceil(N/C) *
+ceil(K/R)`` row accesses, CACTI); a weight tile is written into and read out of the operand buffer once
+per load (``R`` row accesses per tile).
+Vector op: lane operations x lane energy; its operands cross the vector-core buffer, the GLB and the
+network; if its layer's activations are not resident, they also cost HBM energy and GLB writes.
+Constants and their sources: ``phaze.hardware.power``. Paper-template chips have no SRAM or network
+description: their op energy is NaN (not modelled).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.cost.common import ceil_div
+from phaze.cost.gemm import gemm_terms
+from phaze.cost.vector import vector_terms
+from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, energy_parts
+from phaze.workload.ops import Gemm, Op, VectorOp
+
+
+def op_energy_j(op: Op, arch: ArchArrays, cores=1, resident=False) -> np.ndarray:
+    """Energy (J) of ``op`` on each chip (0 for collectives: off-chip links are not chip power)."""
+    n = len(arch)
+    if not isinstance(op, (Gemm, VectorOp)):
+        return np.zeros(n)
+    hier = np.asarray(arch.glb_banks) > 0
+    out = np.full(n, np.nan)
+    if not hier.any():
+        return out
+    idx = np.flatnonzero(hier)
+    a = arch if hier.all() else arch.select(idx)
+    c = np.broadcast_to(np.asarray(cores), (n,))[idx]
+    p = a.memo("energy_parts", energy_parts)
+    if isinstance(op, Gemm):
+        t = gemm_terms(op, a, c)
+        R, C = np.asarray(a.tc_rows), np.asarray(a.tc_cols)
+        tiles = op.batch * ceil_div(op.k, R) * ceil_div(op.n, C)
+        e = (op.batch * op.m * op.n * op.k * MAC_J
+             + t["glb_bytes"] * (p["glb_read_J_per_B"] + p["noc_J_per_B"])
+             + t["hbm_bytes"] * (HBM_J_PER_BYTE + p["glb_write_J_per_B"])
+             + op.batch * op.m * ceil_div(op.n, C) * ceil_div(op.k, R) * p["acc_rmw_J"]
+             + tiles * R * p["operand_J"])
+    else:
+        res = np.broadcast_to(np.asarray(resident, bool), (n,))[idx]
+        t = vector_terms(op, a, c, res)
+        moved = float(op.bytes_moved)
+        e = (op.elements * op.flops_per_element * LANE_OP_J
+             + moved * (p["vc_J_per_B"] + p["glb_read_J_per_B"] + p["noc_J_per_B"])
+             + t["hbm_bytes"] * (HBM_J_PER_BYTE + p["glb_write_J_per_B"]))
+    out[idx] = e
+    return out
+
+
+def graph_energy_j(graph, arch: ArchArrays) -> np.ndarray:
+    """Energy (J) of every op of a layer graph on each chip, each op on all cores of its kind."""
+    from phaze.cost.vector import activations_resident
+    from phaze.workload.ops import op_resource
+
+    resident = activations_resident(graph, arch)
+    total = np.zeros(len(arch))
+    for op in graph.ops:
+        kind = op_resource(op)
+        if kind == "net":
+            continue
+        cores = arch.num_tc if kind == "tc" else arch.num_vc
+        total = total + op_energy_j(op, arch, cores, resident)
+    return total
+
+
+def graph_time_by_bound(graph, arch: ArchArrays, tier=None) -> dict:
+    """Per chip, the seconds of the layer's ops (each alone on all cores of its kind) by what bounds
+    each op: compute, glb, hbm (its largest term) or network (collectives)."""
+    from phaze.cost import collective_latency_s
+    from phaze.cost.vector import activations_resident
+    from phaze.workload.ops import Collective, op_resource
+
+    resident = activations_resident(graph, arch)
+    out = {k: np.zeros(len(arch)) for k in ("compute", "glb", "hbm", "network")}
+    for op in graph.ops:
+        kind = op_resource(op)
+        if isinstance(op, Collective):
+            if op.group_size > 1 and tier is not None:
+                out["network"] = out["network"] + collective_latency_s(op, tier)
+            continue
+        cores = arch.num_tc if kind == "tc" else arch.num_vc
+        t = gemm_terms(op, arch, cores) if kind == "tc" else vector_terms(op, arch, cores, resident)
+        terms = np.stack([t["compute_s"], t["glb_s"], t["hbm_s"]])
+        which = np.argmax(terms, axis=0)
+        for j, name in enumerate(("compute", "glb", "hbm")):
+            out[name] = out[name] + np.where(which == j, t["latency_s"], 0.0)
+    return out

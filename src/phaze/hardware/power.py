@@ -1,0 +1,94 @@
+"""Energy constants of the chip template at 22 nm and each chip's peak (design) power, vectorized.
+
+Energy per operation (each with its source; the 22 nm scaling is ours and stated):
+- MAC (bf16 multiply + fp32 accumulate): Horowitz, "Computing's energy problem", ISSCC 2014, 45 nm
+  0.9 V: 16-bit FP multiply 1.1 pJ + 32-bit FP add 0.9 pJ = 2.0 pJ.
+- vector lane operation (an fp32 add-class op): the same table, 32-bit FP add 0.9 pJ.
+- scaling 45 nm -> 22 nm: dynamic energy C V^2 with C proportional to the feature size, 0.9 V -> 0.8 V:
+  (22/45) * (0.8/0.9)^2 = 0.386 (our assumption, not a measured figure).
+- SRAM accesses: the CACTI 7 table (``phaze.hardware.sram``), per access of the macro's port width.
+- on-chip wires: 26 pJ to move 256 bits 1 mm at 40 nm (Keckler et al., "GPUs and the Future of Parallel
+  Computing", IEEE Micro 31(5), 2011) = 0.10 pJ/bit/mm; wire capacitance per mm does not shrink with the
+  node, so only the voltage term is scaled: (0.8/0.9)^2. A transfer crosses half the chip's side on a bus
+  or crossbar, two thirds of it on a mesh (the mean Manhattan distance from an edge bank to a core).
+- HBM: 3.9 pJ/bit for HBM2 (O'Connor et al., "Fine-Grained DRAM", MICRO 2017), i.e. 31.2 pJ/byte.
+
+Peak power (what ``--tdp-w`` constrains): every MAC and lane busy every cycle, each tensor core's
+accumulator read and written once per cycle, each vector-core buffer read and written once per cycle,
+the GLB delivering its full supply through the network, and HBM at its full bandwidth, plus the SRAMs'
+leakage (CACTI's standby leakage of every macro). Logic leakage (MACs, lanes, routers) is not counted:
+we found no per-MAC leakage figure to cite.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.hardware.accelerator import NOC_KINDS, Accelerator, ArchArrays
+
+SCALE_45_TO_22 = (22.0 / 45.0) * (0.8 / 0.9) ** 2
+MAC_J = (1.1e-12 + 0.9e-12) * SCALE_45_TO_22
+LANE_OP_J = 0.9e-12 * SCALE_45_TO_22
+WIRE_J_PER_BIT_MM = 26e-12 / 256 * (0.8 / 0.9) ** 2
+HBM_J_PER_BYTE = 3.9e-12 * 8
+
+
+def noc_distance_mm(arch: ArchArrays, area_mm2: np.ndarray) -> np.ndarray:
+    """Mean distance a GLB word travels to a core (module docstring)."""
+    side = np.sqrt(np.asarray(area_mm2, np.float64))
+    return np.where(np.asarray(arch.noc) == NOC_KINDS.index("mesh"), 2.0 / 3.0 * side, 0.5 * side)
+
+
+def energy_parts(arch: ArchArrays) -> dict:
+    """Per-chip energies the op energy model needs: J per GLB byte read (and written), per NoC byte,
+    per accumulator row read-modify-write, per operand-buffer row access, per vector-buffer byte."""
+    from phaze.hardware.chip_area import chip_area_mm2, sram_parts
+
+    s = sram_parts(arch)
+    width = lambda w: np.clip(np.asarray(w, np.float64), 8, 512)  # noqa: E731  (the macros' port width)
+    e = np.asarray(arch.bytes_per_element, np.float64)
+    glb_w = width(arch.glb_bank_width_bytes)
+    vc_w = width(np.asarray(arch.vc_width) * e)
+    dist = noc_distance_mm(arch, chip_area_mm2(arch))
+    return {
+        "glb_read_J_per_B": np.asarray(s["glb"].read_energy_j, np.float64) / glb_w,
+        "glb_write_J_per_B": np.asarray(s["glb"].write_energy_j, np.float64) / glb_w,
+        "noc_J_per_B": 8.0 * WIRE_J_PER_BIT_MM * dist,
+        "acc_rmw_J": np.asarray(s["acc"].read_energy_j, np.float64) + np.asarray(s["acc"].write_energy_j, np.float64),
+        "operand_J": np.asarray(s["operand"].read_energy_j, np.float64) + np.asarray(s["operand"].write_energy_j, np.float64),
+        "vc_J_per_B": (np.asarray(s["vc"].read_energy_j, np.float64) + np.asarray(s["vc"].write_energy_j, np.float64)) / vc_w / 2,
+    }
+
+
+def sram_leakage_w(arch: ArchArrays) -> np.ndarray:
+    """Standby leakage (W) of every SRAM macro of each chip with the hierarchy (CACTI table)."""
+    from phaze.hardware.chip_area import sram_parts
+
+    s = sram_parts(arch)
+    lk = {k: np.asarray(v.leakage_w, np.float64) for k, v in s.items()}
+    return (np.asarray(arch.num_tc, np.float64) * (lk["operand"] + lk["acc"])
+            + np.asarray(arch.num_vc, np.float64) * lk["vc"] + lk["glb"])
+
+
+def peak_power_w(arch: ArchArrays | Accelerator):
+    """Peak (design) power in W of each chip with the hierarchy (NaN for the paper's template, whose
+    SRAMs and network are not described); a float for one Accelerator."""
+    from phaze.cost.onchip import glb_supply_bytes_per_cycle
+
+    one = isinstance(arch, Accelerator)
+    a = arch.as_arrays() if one else arch
+    out = np.full(len(a), np.nan)
+    hier = np.asarray(a.glb_banks) > 0
+    if hier.any():
+        idx = np.flatnonzero(hier)
+        h = a.select(idx)
+        p = energy_parts(h)
+        f = np.asarray(h.freq_hz, np.float64)
+        macs = np.asarray(h.num_tc, np.float64) * np.asarray(h.tc_rows, np.float64) * np.asarray(h.tc_cols, np.float64)
+        lanes = np.asarray(h.num_vc, np.float64) * np.asarray(h.vc_width, np.float64)
+        e = np.asarray(h.bytes_per_element, np.float64)
+        supply = glb_supply_bytes_per_cycle(h)
+        per_cycle = (macs * MAC_J + lanes * LANE_OP_J + np.asarray(h.num_tc, np.float64) * p["acc_rmw_J"]
+                     + lanes * e * 2 * p["vc_J_per_B"] + supply * (p["glb_read_J_per_B"] + p["noc_J_per_B"]))
+        out[idx] = (per_cycle * f + np.asarray(h.hbm_bandwidth_Bps, np.float64) * HBM_J_PER_BYTE
+                    + sram_leakage_w(h))
+    return float(out[0]) if one else out

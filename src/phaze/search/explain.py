@@ -1,0 +1,57 @@
+"""Explain a search's answer: each reported chip's on-chip hierarchy, GLB bandwidth, peak power, and per
+model the average power of its best plan and what bounds its time (``phaze.placement.power``)."""
+from __future__ import annotations
+
+from phaze.hardware.accelerator import Accelerator
+
+
+def chip_facts(acc: Accelerator) -> dict:
+    """Hierarchy fields, GLB bandwidth (B/s; null when not modelled) and peak power (W) of one chip."""
+    from phaze.cost.onchip import glb_supply_bytes_per_cycle
+    from phaze.hardware.power import peak_power_w
+
+    if not acc.has_hierarchy:
+        return {"glb_banks": 0, "glb_bank_width_bytes": 0, "noc": acc.noc, "glb_bandwidth_Bps": None,
+                "peak_power_w": None}
+    a = acc.as_arrays()
+    return {"glb_banks": acc.glb_banks, "glb_bank_width_bytes": acc.glb_bank_width_bytes,
+            "tc_operand_bytes": acc.tc_operand_bytes, "tc_acc_bytes": acc.tc_acc_bytes, "noc": acc.noc,
+            "noc_link_bytes": acc.noc_link_bytes,
+            "glb_bandwidth_Bps": float(glb_supply_bytes_per_cycle(a)[0] * acc.freq_hz),
+            "peak_power_w": float(peak_power_w(acc))}
+
+
+def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, global_batch: int) -> dict:
+    """power_w, energy_j, bound and time_by_bound_s of one model's best plan on ``acc`` (empty if none)."""
+    if not plan_json:
+        return {}
+    from phaze.placement.evaluation import evaluate
+    from phaze.placement.plan import Plan
+    from phaze.placement.power import plan_power
+
+    rc = plan_json["recompute"]
+    plan = Plan(stages=tuple(tuple(r) for r in plan_json["stages"]), tp=plan_json["tp"], dp=plan_json["dp"],
+                microbatch_size=plan_json["microbatch_size"], num_microbatches=plan_json["num_microbatches"],
+                recompute=rc if isinstance(rc, str) else tuple(rc),
+                sequence_parallel=plan_json["sequence_parallel"], interleave=plan_json["interleave"],
+                zero1=plan_json["zero1"])
+    ev = evaluate(plan, model, acc, cluster, global_batch)
+    tier = cluster.tier_for_group(plan.tp) if plan.tp > 1 else None
+    p = plan_power(model, acc, ev, tier)
+    return {"power_w": p["power_w"], "energy_j": p["energy_j"], "bound_by": p["bound"],
+            "time_by_bound_s": p["time_by_bound_s"]}
+
+
+def enrich_row(row: dict, acc: Accelerator, spec, cluster) -> dict:
+    """A copy of a store row (or reference) with chip_facts and, per outcome, outcome_facts."""
+    out = dict(row, **chip_facts(acc))
+    models = {m.name: m for m in spec.models}
+    outs = []
+    for o in row.get("outcomes", []):
+        m = models.get(o.get("model"))
+        outs.append(dict(o, **(outcome_facts(m, acc, o.get("plan_json"), cluster, spec.global_batch) if m else {})))
+    if "outcomes" in row:
+        out["outcomes"] = outs
+        pw = [o.get("power_w") for o in outs if o.get("power_w") is not None]
+        out["power_w"] = sum(pw) / len(pw) if pw else None
+    return out

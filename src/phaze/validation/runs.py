@@ -1,0 +1,100 @@
+"""Published training runs as validation cases: the file shape of ``data/published_runs.json``.
+
+Each run names its source, the full model description (the fields of ``ModelConfig``), the plan (t, p, d,
+microbatch, global batch, interleaving, recompute, sequence parallelism, ZeRO-1) and its runtime features
+(attention kernel, precision, TP-communication overlap, overlapped gradient reduce), the measured
+iteration time in seconds, and how it was converted and what was assumed where the source is silent::
+
+  {"about": "...", "runs": [{"case": "...", "group": "SC21-T1", "source": "...", "accelerator": "a100-80g",
+    "cluster": "dgx-a100", "devices": 32, "tp": 1, "pp": 1, "dp": 32, "mbs": 16, "global_batch": 512,
+    "interleave": 1, "recompute": "full", "sequence_parallel": false, "zero1": false,
+    "attention": "standard", "precision": "fp16", "tp_comm_overlap": false, "overlap_grad_reduce": false,
+    "measured_iteration_time_s": 3.528, "conversion": "...", "assumptions": ["..."],
+    "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
+"""
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from phaze.errors import ConfigError
+from phaze.workload.config import ModelConfig
+
+PosInt = Annotated[int, Field(strict=True, gt=0)]
+
+
+class _Run(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    case: str
+    group: str
+    source: str
+    accelerator: str
+    cluster: str
+    devices: PosInt
+    tp: PosInt
+    pp: PosInt
+    dp: PosInt
+    cp: PosInt = 1
+    mbs: PosInt
+    global_batch: PosInt
+    interleave: PosInt = 1
+    recompute: Literal["none", "selective", "full"]
+    sequence_parallel: bool
+    zero1: bool
+    attention: Literal["standard", "flash"]
+    precision: Literal["fp16", "bf16", "fp8"]
+    tp_comm_overlap: bool
+    overlap_grad_reduce: bool
+    measured_iteration_time_s: Annotated[float, Field(gt=0)]
+    conversion: str = ""
+    assumptions: list[str] = []
+    model: dict[str, Any]
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    about: str = ""
+    runs: list[_Run]
+
+
+def _mode(recompute: str, sp: bool) -> str:
+    """The Korthikanti et al. mode name of (recompute, sequence parallelism)."""
+    return {("none", False): "none", ("none", True): "seq", ("selective", False): "sel",
+            ("selective", True): "seqsel", ("full", False): "full", ("full", True): "full"}[(recompute, sp)]
+
+
+def runs_from_mapping(data: Any, source: str):
+    """Validate a parsed published-runs document into ``Cases`` (time cases only)."""
+    from phaze.validation.cases import Cases, TimeCase, _describe
+
+    try:
+        spec = _File.model_validate(data)
+    except ValidationError as exc:
+        errs = exc.errors()
+        more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
+        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errs[:3]) + more
+                          + "; see docs/validation.md for the file shape") from None
+    if not spec.runs:
+        raise ConfigError(f"{source}: no runs; add entries under 'runs'")
+    out = []
+    for i, r in enumerate(spec.runs):
+        where = f"{source}: runs[{i}] ({r.case})"
+        if r.devices != r.tp * r.pp * r.dp * r.cp:
+            raise ConfigError(f"{where}: devices {r.devices} != tp x pp x cp x dp = {r.tp * r.pp * r.dp * r.cp}")
+        if r.global_batch % (r.mbs * r.dp):
+            raise ConfigError(f"{where}: global_batch {r.global_batch} is not a multiple of mbs x dp = {r.mbs * r.dp}")
+        try:
+            model = ModelConfig(**r.model)
+        except TypeError as err:
+            raise ConfigError(f"{where}: model: {err}") from None
+        except ConfigError as err:
+            raise ConfigError(f"{where}: {err}") from None
+        out.append(TimeCase(model, r.devices, r.tp, r.pp, r.dp, r.global_batch, r.mbs, r.interleave,
+                            _mode(r.recompute, r.sequence_parallel), r.measured_iteration_time_s, r.accelerator,
+                            r.cluster, group=r.group, name=r.case, zero1=r.zero1, attention=r.attention,
+                            precision=r.precision, tp_overlap=r.tp_comm_overlap and r.sequence_parallel,
+                            dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
+                            sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp))
+    about = spec.about.split(".")[0] if spec.about else "published runs"
+    return Cases(f"{source}: {about}", tuple(out), ())
