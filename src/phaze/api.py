@@ -9,10 +9,7 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import ModelConfig, TrainSetting
-
-LAYER_KINDS = ("embedding", "block", "head")
-DIRECTIONS = ("fwd", "bwd")
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -27,7 +24,7 @@ def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
 
 def make_setting(model: ModelConfig, mbs: int = 1, seq: int | None = None, tp: int = 1,
                  sequence_parallel: bool = False, recompute: str = "none") -> TrainSetting:
-    check_positive(mbs=mbs, seq=seq, tp=tp)
+    check_ranges(mbs=mbs, seq=seq, tp=tp)
     setting = TrainSetting(microbatch_size=mbs, seq_len=seq if seq is not None else model.seq_len, tp=tp,
                            sequence_parallel=sequence_parallel, recompute=recompute)
     setting.check_model(model)
@@ -91,7 +88,7 @@ def import_model(config: str | None = None, output: str | None = None, torch_fac
 
     if sum(x is not None for x in (config, torch_factory, model)) != 1:
         raise ConfigError("import-model takes a config.json or --torch MODULE:FACTORY (exactly one)")
-    check_positive(mbs=mbs, seq=seq)
+    check_ranges(mbs=mbs, seq=seq)
     if torch_factory is not None:
         from phaze.workload.torch_import import import_torch_module
         res = import_torch_module(torch_factory, mbs, seq or 128)
@@ -140,7 +137,7 @@ def check_torch(model: str | ModelConfig, mbs: int = 1, seq: int | None = None):
     counts of the same network built in transformers (needs the [torch] extra)."""
     from phaze.workload.torch_check import check_against_torch
 
-    check_positive(mbs=mbs, seq=seq)
+    check_ranges(mbs=mbs, seq=seq)
     m = resolve_model(model)
     if not isinstance(m, ModelConfig):
         raise ConfigError(f"{m.name} is a traced PyTorch module: --check-torch compares a model description with "
@@ -177,14 +174,13 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
              cluster: str | None = None) -> Estimate:
     """Per-op latency on one core and on all cores of its kind, and per-layer sequential totals."""
     from phaze.cost import op_latency_s
-    from phaze.hardware.presets import get_cluster
     from phaze.workload.graphs import layer_graph
     from phaze.workload.ops import Collective, Gemm, op_resource
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
-    tier = get_cluster(cluster or default_cluster(acc), max(8, tp)).tier_for_group(tp)
-    arch = acc.as_arrays()
+    tier = _tp_tier(cluster, acc, tp)
+    arrays = acc.as_arrays()
     rows, totals = [], {}
     for kind in LAYER_KINDS:
         for direction in DIRECTIONS:
@@ -193,11 +189,11 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
             for op in g.ops:
                 res = op_resource(op)
                 if isinstance(op, Collective):
-                    one = all_ = float(op_latency_s(op, arch, 1, tier)[0])
+                    one = all_ = float(op_latency_s(op, arrays, 1, tier)[0])
                 else:
                     n = acc.num_tc if isinstance(op, Gemm) else acc.num_vc
-                    one = float(op_latency_s(op, arch, 1)[0])
-                    all_ = float(op_latency_s(op, arch, n)[0])
+                    one = float(op_latency_s(op, arrays, 1)[0])
+                    all_ = float(op_latency_s(op, arrays, n)[0])
                 total += all_
                 rows.append(OpEstimate(kind, direction, op.name, res, float(op.flops),
                                        float(getattr(op, "bytes_moved", getattr(op, "bytes", 0))), one, all_))
@@ -205,15 +201,29 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
     return Estimate(m.name, acc, setting, tuple(rows), totals)
 
 
+# estimate and schedule cost one chip's tensor-parallel collectives on a cluster of this many devices (or tp,
+# if larger): one DGX node of 8 GPUs, so a group of up to 8 sits on the node's NVLink tier exactly as it
+# would inside any larger dgx-a100/dgx-h100 cluster.
+TP_CLUSTER_MIN_DEVICES = 8
+
+
+def _tp_tier(cluster: str | None, acc: Accelerator, tp: int):
+    """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates)."""
+    from phaze.hardware.presets import get_cluster
+
+    return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp)
+
+
 def default_cluster(acc: Accelerator) -> str:
     """GPU presets live in their DGX clusters; designed chips on the paper's flat 4 GiB/s network."""
     return {"a100-80g": "dgx-a100", "h100-80g": "dgx-h100"}.get(acc.name, "flat-4gib")
 
 
-def check_positive(**values: float) -> None:
-    for name, v in values.items():
-        if v is not None and v <= 0:
-            raise ConfigError(f"--{name.replace('_', '-')} must be positive, got {v}")
+def check_ranges(**values) -> None:
+    """Each value (or each item of a list) within its ``phaze.limits.RANGES`` bounds; the error names the flag."""
+    from phaze.limits import check_all
+
+    check_all(**values)
 
 
 @dataclass(frozen=True)
@@ -234,28 +244,25 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
                     layers: tuple[str, ...] | None = None, time_limit_s: float = 5.0,
                     cluster: str | None = None) -> list[LayerSchedule]:
     """The optimal (or bounded) schedule of each layer kind, forward and backward, on one chip."""
-    from phaze.hardware.presets import get_cluster
-    from phaze.schedule import build_problem, solve, validate
+    from phaze.schedule import build_problem, solve
+    from phaze.schedule import validate as check_schedule
     from phaze.workload.graphs import layer_graph
 
-    check_positive(time_limit=time_limit_s)
+    check_ranges(time_limit=time_limit_s)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
     for kind in layers or ():
         if kind not in LAYER_KINDS:
             raise ConfigError(f"unknown layer kind {kind!r}; choose from {', '.join(LAYER_KINDS)}")
-    tier = get_cluster(cluster or default_cluster(acc), max(8, tp)).tier_for_group(tp)
+    tier = _tp_tier(cluster, acc, tp)
     out = []
     for kind in layers or LAYER_KINDS:
         for direction in DIRECTIONS:
             problem = build_problem(layer_graph(m, setting, kind, direction), acc, tier)
             sched = solve(problem, time_limit_s=time_limit_s)
-            validate(problem, sched)
+            check_schedule(problem, sched)
             caps = {"tc": acc.num_tc, "vc": acc.num_vc, "net": 1}
-            busy = {k: 0.0 for k in caps}
-            for op in sched.ops:
-                busy[op.kind] += (op.end_s - op.start_s) * len(op.cores)
-            util = {k: busy[k] / (caps[k] * sched.makespan_s) if sched.makespan_s > 0 else 0.0 for k in caps}
+            util = {k: sched.core_utilization(k, cap) for k, cap in caps.items()}
             out.append(LayerSchedule(kind, direction, sched.makespan_s, sched.lower_bound_s, sched.status, sched.gap,
                                      sched.solve_time_s, util, sched.ops))
     return out
@@ -321,7 +328,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     ``memory_reserve_gib`` (default 3) is kept free on every device."""
     from phaze.placement import optimize
 
-    check_positive(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k)
+    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
     reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -359,8 +366,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
         else:
             recompute = modes
 
-    check_positive(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
-                   interleave=interleave, seq=seq_len, cp=cp)
+    check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
+                 interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -396,6 +403,7 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     from phaze.errors import InfeasibleError
     from phaze.hardware.space import enumerate_space
 
+    check_ranges(budget_mm2=budget_mm2, devices=devices, global_batch=global_batch)
     ds = resolve_space(space, budget_mm2)
     get_cluster(cluster, devices)  # an unknown cluster fails here, before any work
     cands = enumerate_space(ds)
@@ -403,11 +411,14 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
         raise InfeasibleError(f"the design space has no chip with {ds.min_fraction:g} x budget <= area <= budget "
                               f"({ds.min_fraction * cands.budget_mm2:.2f} to {cands.budget_mm2:.2f} mm^2); "
                               f"raise --budget-mm2 (see `phaze arch`)")
-    return SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
+    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space),
                       hbm_gib=tuple(hbm_gib), microbatch_sizes=tuple(microbatch_sizes),
                       tp_values=tuple(tp_values) if tp_values else None, recompute_modes=tuple(recompute_modes),
                       cluster=cluster, devices=devices, global_batch=global_batch, pareto=pareto,
                       objective=objective, tdp_w=tdp_w)
+    for m in spec.models:
+        spec.settings(m)  # a model with no valid (microbatch, tp) fails here, before any work
+    return spec
 
 
 def search(models, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
@@ -421,6 +432,7 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
     it is the front among the exactly evaluated candidates."""
     from phaze.search import run_search
 
+    check_ranges(workers=workers)
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
                        recompute_modes, cluster, pareto, objective, tdp_w)
     return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
@@ -428,8 +440,7 @@ def search(models, space: str = "default", budget_mm2: float | None = None, devi
 
 
 def _check_seed(seed: int) -> None:
-    if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-        raise ConfigError(f"--seed must be a non-negative integer, got {seed!r}")
+    check_ranges(seed=seed)
 
 
 def spotlight(model, space: str = "default", budget_mm2: float | None = None, devices: int = 1024,
@@ -445,7 +456,7 @@ def spotlight(model, space: str = "default", budget_mm2: float | None = None, de
     spec = search_spec(models, space, budget_mm2, devices, global_batch, microbatch_sizes, tp_values, hbm_gib,
                        recompute_modes, cluster)
     _check_seed(seed)
-    check_positive(samples=samples, workers=workers)
+    check_ranges(samples=samples, workers=workers)
     return spotlight_baseline(spec, seed=seed, samples=samples, objective=objective, workers=workers, quiet=quiet)
 
 
@@ -464,7 +475,7 @@ def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = Fal
     if len(set(map(str, names))) != len(names):
         raise ConfigError(f"--models lists a model twice: {', '.join(map(str, names))}")
     _check_seed(seed)
-    check_positive(samples=samples, workers=workers)
+    check_ranges(samples=samples, workers=workers)
     resolved = [resolve_model(m) for m in names]
     if out:
         check_output_prefix(out)
@@ -478,7 +489,7 @@ def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = Fal
     written = write_outputs(res, out) if out else []
     if html:
         from phaze.report.html import write_reproduce_report
-        from phaze.report.jsonable import to_jsonable
+        from phaze.jsonable import to_jsonable
         from phaze.report.setting import search_setting as setting_rows
 
         rows = setting_rows({**res.setting, "models": [to_jsonable(m) for m in resolved]})
@@ -495,6 +506,7 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
     (a multi-model search's model name) that model's own ranking."""
     from phaze.search import Store
 
+    check_ranges(top=top)
     s = Store.open_existing(store)
     try:
         if model is None:
@@ -509,7 +521,16 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
         s.close()
 
 
-# Reports and settings (HTML, assumption rows): in phaze.api_report, re-exported here so `phaze.api` stays the
-# one surface the CLI calls.
+def validate_chip():
+    """phaze's GEMM cycles on one tensor core vs ZigZag and SCALE-Sim over the shipped panel
+    (``phaze.validation.chip``; docs/chip-validation.md): a ChipValidationReport with per-case cycles and
+    signed errors, mean and max |error| per tool, and whether the goal (15% max, 5% mean vs ZigZag) is met."""
+    from phaze.validation.chip import validate_chip as run
+    return run()
+
+
+# Listings (zoo, presets and space, validation, model files) and reports and settings (HTML, assumption rows):
+# in phaze.api_info and phaze.api_report, re-exported here so `phaze.api` stays the one surface the CLI calls.
+from phaze.api_info import ZooEntry, arch, chip_file, model_file_text, models, validate  # noqa: E402
 from phaze.api_report import (check_html_path, exact_rows, load_reproduce_rows, load_search, plan_report,  # noqa: E402
                               plan_setting, report, search_report, search_setting)

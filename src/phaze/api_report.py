@@ -2,7 +2,7 @@
 from its store), a plan and a reproduce run. Re-exported by ``phaze.api``."""
 from __future__ import annotations
 
-from phaze.api import check_positive, resolve_accelerator, resolve_cluster, resolve_model
+from phaze.api import check_ranges, resolve_accelerator, resolve_cluster, resolve_model
 from phaze.errors import ConfigError, PhazeError
 from phaze.hardware.accelerator import Accelerator
 from phaze.workload.config import ModelConfig
@@ -89,7 +89,7 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
     from phaze.api import _runtime
     from phaze.report.setting import plan_setting as rows
 
-    check_positive(devices=devices, global_batch=global_batch, seq=seq_len)
+    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
     reserve = _runtime(attention, precision, memory_reserve_gib)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
@@ -114,15 +114,9 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
 
 def load_reproduce_rows(path: str) -> list[dict]:
     """The rows of a ``phaze reproduce`` JSON file ({"rows": [...]}, or a bare list)."""
-    import json
-    from pathlib import Path
+    from phaze.fileio import read_data_file
 
-    try:
-        data = json.loads(Path(path).read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read {path}: {err.strerror}") from None
-    except json.JSONDecodeError as err:
-        raise ConfigError(f"{path} is not JSON ({err.msg} at line {err.lineno}); pass a `phaze reproduce` JSON file") from None
+    data = read_data_file(path, "reproduce file", fmt="json")
     rows = data.get("rows") if isinstance(data, dict) else data
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise ConfigError(f"{path}: expected {{\"rows\": [{{...}}, ...]}} as `phaze reproduce` writes it")

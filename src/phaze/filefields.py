@@ -16,7 +16,16 @@ from phaze.errors import ConfigError
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads YAML 1.2 floats such as 1.0e9, 1e9 and 2.5E-3 as numbers."""
+    """SafeLoader that also reads YAML 1.2 floats such as 1.0e9, 1e9 and 2.5E-3 as numbers, and refuses
+    anchors and aliases: an alias "bomb" (billion laughs) expands exponentially, and no phaze file needs them."""
+
+    def compose_node(self, parent, index):
+        ev = self.peek_event()
+        if isinstance(ev, yaml.AliasEvent) or getattr(ev, "anchor", None):
+            mark = "*" if isinstance(ev, yaml.AliasEvent) else "&"
+            raise yaml.composer.ComposerError(None, None, f"YAML anchors and aliases ({mark}{ev.anchor}) are not "
+                                                          f"allowed in a phaze file; write the value out", ev.start_mark)
+        return super().compose_node(parent, index)
 
 
 _Loader.add_implicit_resolver(
@@ -27,7 +36,8 @@ _Loader.add_implicit_resolver(
 
 
 def load_yaml(text: str):
-    """Parse a user's YAML file (YAML 1.2 numbers; see the module docstring)."""
+    """Parse a user's YAML text (YAML 1.2 numbers, no aliases; see the module docstring). Files go through
+    ``phaze.fileio.read_data_file``, which also caps size and nesting and refuses binary input."""
     return yaml.load(text, Loader=_Loader)
 
 HF_KEYS = {"architectures", "model_type", "hidden_size", "num_hidden_layers", "num_attention_heads",

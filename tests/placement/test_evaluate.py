@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from pathlib import Path
+from importlib import resources
 
 import pytest
 from helpers import lc
@@ -19,7 +19,8 @@ from phaze.workload.zoo import get_model
 
 GiB = 2**30
 FLAT = Cluster("flat", 64, (NetworkTier("flat", 64, 1e9, 0.0),))
-MEASURED = Path("/work/shared/reference/published_measurements.json")
+# Korthikanti et al. 2022 (Table 5, Figure 1), shipped with the package for `phaze validate`
+MEASURED = resources.files("phaze.validation").joinpath("data", "published_measurements.json")
 
 
 def two_stage_costs():

@@ -172,7 +172,7 @@ def test_report_needs_one_source(cli, tmp_path):
     assert code == 2 and "exactly one of --store" in err
     (tmp_path / "bad.json").write_text("{not json")
     code, _, err = cli("report", "--reproduce", str(tmp_path / "bad.json"), "--html", str(tmp_path / "x.html"))
-    assert code == 2 and "is not JSON" in err
+    assert code == 2 and "does not parse as JSON" in err
 
 
 def test_missing_matplotlib_fails_before_the_search(tmp_path, cli, monkeypatch):

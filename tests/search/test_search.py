@@ -90,7 +90,7 @@ def test_store_refuses_other_parameters_and_overwrite(pruned_and_brute):
         run_search(spec(), a.store, workers=1, quiet=True)
     bad = d / "junk.db"
     bad.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(StoreError, match="cannot read"):
+    with pytest.raises(StoreError, match="not a phaze search store"):
         run_search(spec(), str(bad), workers=1, quiet=True, resume=True)
 
 

@@ -61,7 +61,7 @@ def test_user_file_round_trip(tmp_path):
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("{not json", "not valid JSON"),
+    ("{not json", "does not parse as JSON"),
     ("[]", "expected a JSON object"),
     (json.dumps({"models": {}}), "source"),
     (json.dumps({"source": "x", "models": {}, "iteration_time_s": [

@@ -56,7 +56,13 @@ def test_block_forward_flops_closed_form(b, s, hm, a, t, sp):
     assert fwd.gemm_flops == block_forward_gemm_flops(m, setting)
     bwd = layer_graph(m, setting, "block", "bwd")
     assert bwd.gemm_flops == 2 * fwd.gemm_flops
-    assert fwd.gemm_flops + bwd.gemm_flops == 3 * fwd.gemm_flops
+    # op by op: each forward GEMM (m x k by k x n) has two backward GEMMs over the same three sizes, the
+    # input gradient reducing over n and the weight (or second operand) gradient over m
+    for op in (o for o in fwd.ops if isinstance(o, Gemm)):
+        grads = [g for g in bwd.ops if isinstance(g, Gemm) and g.name.split(".")[0] == op.name]
+        assert len(grads) == 2, op.name
+        assert all(sorted((g.m, g.n, g.k)) == sorted((op.m, op.n, op.k)) and g.batch == op.batch for g in grads)
+        assert sorted(g.k for g in grads) == sorted((op.m, op.n)), op.name
 
 
 @pytest.mark.parametrize("name", ["llama2-70b", "llama3-8b", "opt-350m", "bert-large", "gpt3-175b"])

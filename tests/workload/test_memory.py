@@ -13,7 +13,7 @@ from phaze.workload.memory import layer_params
 
 GiB = 2**30
 
-# Korthikanti et al. 2022 (arXiv 2205.05198) Figure 1, as in /work/shared/reference/published_measurements.json:
+# Korthikanti et al. 2022 (arXiv 2205.05198) Figure 1, as in src/phaze/validation/data/published_measurements.json:
 # (model, tp, pp, microbatch, interleaving, params+grads+optimizer GiB, {mode: activation GiB}) on the first stage.
 FIGURE1 = [
     ("megatron-22b", 8, 1, 4, 1, 45.5625, {"none": 59.25, "seqsel": 9.5625}),

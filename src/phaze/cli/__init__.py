@@ -75,6 +75,7 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from phaze import api
     from phaze.cli import commands as c
 
     ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
@@ -126,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schedule", help="optimal per-layer operator schedules on tensor and vector cores")
     _chip_args(p)
-    p.add_argument("--layer", choices=("embedding", "block", "head"), action="append", default=None,
+    p.add_argument("--layer", choices=api.LAYER_KINDS, action="append", default=None,
                    help="layer kind(s) to schedule, repeatable (default: all three)")
     p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer in seconds; a node "
                    "and work budget derived from it ends the search (default: 5.0)")
@@ -251,11 +252,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_report)
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
-                                        "DGX H100), a table per source")
+                                        "DGX H100), a table per source; with --chip the GEMM latency vs ZigZag "
+                                        "and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
     p.add_argument("--held-out", action="store_true",
                    help="the shipped published runs the model is never tuned on, instead (default: off)")
+    p.add_argument("--chip", action="store_true",
+                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
+                        "shipped panel (docs/chip-validation.md) instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")
@@ -270,9 +275,40 @@ def build_parser() -> argparse.ArgumentParser:
     return ap
 
 
+class Terminated(BaseException):
+    """SIGTERM arrived: unwinds like Ctrl-C (workers stopped, finished results kept)."""
+
+
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
+# Exit statuses of the shell convention 128 + signal number: SIGINT (Ctrl-C) 130, SIGPIPE 141, SIGTERM 143.
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141
+EXIT_TERMINATED = 143
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's final flush cannot fail again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout without a file descriptor (captured in tests)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+    import threading
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    main_thread = threading.current_thread() is threading.main_thread()
+    old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
         return args.func(args) or 0
     except PhazeError as err:
@@ -280,7 +316,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         print("phaze: interrupted; finished results are kept (use --resume where supported)", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except Terminated:
+        print("phaze: terminated (SIGTERM); finished results are kept (use --resume where supported)",
+              file=sys.stderr)
+        return EXIT_TERMINATED
+    except BrokenPipeError:  # the reader of our output went away (e.g. `phaze models | head -1`): end quietly
+        _quiet_stdout()
+        return EXIT_BROKEN_PIPE
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGTERM, old)
 
 
 if __name__ == "__main__":

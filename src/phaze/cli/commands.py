@@ -6,7 +6,7 @@ import sys
 
 from phaze import api
 from phaze.errors import ConfigError
-from phaze.report.jsonable import dumps, to_jsonable
+from phaze.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
 
 
@@ -19,13 +19,10 @@ def _out(args: argparse.Namespace, data, *tables) -> int:
 
 
 def cmd_models(args) -> int:
-    from phaze.workload.memory import param_count
-    from phaze.workload.zoo import list_models
-
-    models = list_models()
-    data = [dict(to_jsonable(m), params=param_count(m)) for m in models]
+    zoo = api.models()
+    data = [dict(to_jsonable(z.model), params=z.params) for z in zoo]
     rows = [(m.name, m.num_layers, m.hidden, m.heads, m.num_kv_heads, m.ffn, m.vocab, m.seq_len, m.mlp,
-             m.max_tp, si(param_count(m))) for m in models]
+             m.max_tp, si(z.params)) for z, m in ((z, z.model) for z in zoo)]
     return _out(args, data, table("model zoo", ["name", "layers", "hidden", "heads", "kv", "ffn", "vocab", "seq",
                                                 "mlp", "max tp", "params"], rows))
 
@@ -59,9 +56,6 @@ def _check_table(chk):
 
 
 def cmd_import_model(args) -> int:
-    from phaze.workload.ops import Gemm
-    from phaze.workload.zoo import model_to_yaml
-
     res = api.import_model(args.config, args.output, args.torch, args.mbs, args.seq)
     if args.torch is None:
         if args.json:
@@ -69,16 +63,15 @@ def cmd_import_model(args) -> int:
         elif args.output:
             print(f"{res.name}: written to {args.output} (use it as --model {args.output})")
         else:
-            print(model_to_yaml(res), end="")
+            print(api.model_file_text(res), end="")
         return 0
     layers = table(f"{res.source}: traced forward (mbs {res.microbatch_size}, seq {res.seq_len})",
                    ["layer", "count", "ops", "GEMMs", "GEMM FLOPs", "vector FLOPs", "edges"],
-                   [(l.kind, l.count, len(l.graph.ops), sum(isinstance(o, Gemm) for o in l.graph.ops),
+                   [(l.kind, l.count, len(l.graph.ops), len(l.graph.gemms),
                      si(l.graph.gemm_flops), si(l.graph.flops - l.graph.gemm_flops), len(l.graph.edges))
                     for l in res.layers])
     gemms = table("GEMMs per layer kind (batch x M x N x K)", ["layer", "op", "batch", "M", "N", "K"],
-                  [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.ops
-                   if isinstance(o, Gemm)])
+                  [(l.kind, o.name, o.batch, o.m, o.n, o.k) for l in res.layers for o in l.graph.gemms])
     unmapped = table("unmapped ATen ops", ["op", "count", "FLOPs", "share of FLOPs"],
                      [(u.aten_op, u.count, si(u.flops), f"{u.flops_share:.4%}") for u in res.unmapped])
     plannable = (f"yes: --model {args.output}" if args.output and args.output.lower().endswith(".json")
@@ -96,30 +89,16 @@ def cmd_import_model(args) -> int:
 
 
 def cmd_arch(args) -> int:
-    from dataclasses import asdict
-
-    from phaze.hardware.area import area_mm2
-    from phaze.hardware.presets import ACCELERATORS, get_accelerator
-    from phaze.hardware.space import space_summary
-
     if args.chip:  # one chip in the chip-file format (docs/chip-file.md): save it, edit it, pass --accelerator
-        acc = get_accelerator(args.chip)
-        chip = asdict(acc)
+        name, chip = api.chip_file(args.chip)
         if args.json:
             print(dumps(chip))
             return 0
-        return _out(args, chip, table(f"{acc.name} as a chip file (--json prints it to save)", ["field", "value"],
+        return _out(args, chip, table(f"{name} as a chip file (--json prints it to save)", ["field", "value"],
                                       list(chip.items()), left=True))
-    presets = []
-    for name, acc in ACCELERATORS.items():
-        presets.append({"name": name, "num_tc": acc.num_tc, "tc": f"{acc.tc_rows}x{acc.tc_cols}",
-                        "num_vc": acc.num_vc, "vc_width": acc.vc_width, "glb_bytes": acc.glb_bytes,
-                        "hbm_bytes": acc.hbm_bytes, "hbm_bandwidth_Bps": acc.hbm_bandwidth_Bps,
-                        "area_mm2": float(area_mm2(acc.as_arrays())[0]),
-                        "peak_matrix_flops": acc.peak_matrix_flops, "peak_vector_flops": acc.peak_vector_flops,
-                        "chip_file": asdict(acc)})
-    summary = space_summary(args.space, args.budget_mm2)
-    data = dict(summary, presets=presets)
+    data = api.arch(args.space, args.budget_mm2)
+    presets = data["presets"]
+    summary = {k: v for k, v in data.items() if k != "presets"}
     t1 = table("accelerator presets (area from the Phaze template's 22 nm model)",
                ["name", "TC", "VC", "GLB", "HBM", "HBM BW", "area mm^2", "matrix peak", "vector peak"],
                [(p["name"], f"{p['num_tc']} x {p['tc']}", f"{p['num_vc']} x {p['vc_width']}", gib(p["glb_bytes"]),
@@ -141,7 +120,7 @@ def cmd_arch(args) -> int:
 
 
 def cmd_estimate(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp)
     e = api.estimate(args.model, args.accelerator, args.mbs, args.seq, args.tp, args.sequence_parallel,
                      args.recompute, args.cluster)
     ops = table(f"{e.model} on {e.accelerator.name}: per-op latency", ["layer", "dir", "op", "unit", "FLOPs", "bytes",
@@ -156,7 +135,7 @@ def cmd_estimate(args) -> int:
 
 
 def cmd_schedule(args) -> int:
-    api.check_positive(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
+    api.check_ranges(mbs=args.mbs, seq=args.seq, tp=args.tp, time_limit=args.time_limit)
     if args.gantt:
         from phaze.report.gantt import check_gantt_path
         check_gantt_path(args.gantt)
@@ -245,12 +224,10 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_validate(args) -> int:
-    from phaze.validation import validate
-
-    from phaze.progress import Progress
-
+    if args.chip:
+        return _validate_chip(args)
     cases = "held-out" if getattr(args, "held_out", False) else args.cases
-    r = validate(cases, progress=Progress(args.quiet or args.json, prefix="phaze validate"))
+    r = api.validate(cases, quiet=args.quiet or args.json)
     tables = []
     for g in r.groups:
         rows = [(x.case, x.plan.describe(), f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s", f"{x.error_pct:+.2f}%",
@@ -273,6 +250,31 @@ def cmd_validate(args) -> int:
         summary.append(("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%", ""))
     tables.append(table("summary", ["quantity", "mean |error|", "max |error|", "fits"], summary))
     return _out(args, r.to_dict(), *tables)
+
+
+def _validate_chip(args) -> int:
+    if args.cases or getattr(args, "held_out", False):
+        raise ConfigError("validate: --cases and --held-out are for the published measurements; --chip uses the "
+                          "shipped GEMM panel (drop one of them)")
+    r = api.validate_chip()
+
+    def cyc(v):
+        return "-" if v is None else f"{v:,.0f}"
+
+    def pct(v):
+        return "-" if v is None else f"{v:+.1f}%"
+
+    t1 = table(f"GEMM cycles on one tensor core: phaze vs ZigZag {r.tools.get('zigzag-dse', '?')} and "
+               f"SCALE-Sim {r.tools.get('scalesim', '?')}",
+               ["case", "M x K x N", "phaze", "ZigZag", "error", "SCALE-Sim", "error"],
+               [(c.name, f"{c.m}x{c.k}x{c.n}", cyc(c.phaze_cycles), cyc(c.zigzag_cycles), pct(c.zigzag_error_pct),
+                 cyc(c.scalesim_cycles), pct(c.scalesim_error_pct)) for c in r.cases])
+    goal = "met" if r.goal_met else "NOT met"
+    t2 = table("summary (goal: every case within 15% of ZigZag, mean within 5%: " + goal + ")",
+               ["tool", "cases", "mean |error|", "max |error|"],
+               [("ZigZag", r.zigzag_cases, f"{r.zigzag_mean_abs_pct:.1f}%", f"{r.zigzag_max_abs_pct:.1f}%"),
+                ("SCALE-Sim", r.scalesim_cases, f"{r.scalesim_mean_abs_pct:.1f}%", f"{r.scalesim_max_abs_pct:.1f}%")])
+    return _out(args, r.to_dict(), t1, t2)
 
 
 def _search_kw(args) -> dict:

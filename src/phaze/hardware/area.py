@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml
+from phaze.fileio import read_data_file
 from phaze.hardware.accelerator import Accelerator, ArchArrays
 
 DEFAULT_TABLE = "area_22nm.json"
@@ -118,20 +118,9 @@ class AreaModel:
         return float(out[0]) if one else out
 
 
-def read_mapping(path: Path) -> dict:
+def read_mapping(path: Path, what: str = "file") -> dict:
     """A JSON or YAML file as a dict; any parse problem is a one-line ConfigError."""
-    if not path.is_file():
-        raise ConfigError(f"file not found: {path}")
-    text = path.read_text()
-    try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(text)
-        else:
-            import yaml
-            data = load_yaml(text)
-    except Exception as e:  # json.JSONDecodeError, yaml.YAMLError
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise ConfigError(f"{path}: cannot parse ({msg}); expected a JSON or YAML mapping") from None
+    data = read_data_file(path, what)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a JSON or YAML mapping at the top level")
     return data
@@ -140,7 +129,7 @@ def read_mapping(path: Path) -> dict:
 def load_area_model(path: str | Path) -> AreaModel:
     """An AreaModel from a JSON/YAML file with the fields of ``data/area_22nm.json``."""
     p = Path(path)
-    return AreaModel.from_dict(read_mapping(p), source=str(p))
+    return AreaModel.from_dict(read_mapping(p, "area table"), source=str(p))
 
 
 @lru_cache(maxsize=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from phaze.errors import ConfigError, InfeasibleError
+from phaze.limits import check
 
 # The groups a training plan communicates in: tensor-parallel collectives, data-parallel gradient
 # synchronisation, pipeline point-to-point sends, the context-parallel K/V ring.
@@ -105,6 +106,10 @@ def cluster_from_mapping(data, source: str, num_devices: int | None = None) -> C
             t = {k: v for k, v in t.items() if k != "devices_per_group"}
         req = ("name", "bandwidth_Bps", "latency_s") + (() if last else ("devices_per_group",))
         f = check_fields(t, _TIER_FIELDS, where, req, "tier fields")
+        for k, limit in (("devices_per_group", "devices"), ("bandwidth_Bps", "link_bandwidth_Bps"),
+                         ("latency_s", "link_latency_s")):
+            if k in f:
+                check(limit, f[k], f"{where}: {k}")
         if f.get("efficiency", 1.0) > 1:
             raise ConfigError(f"{where}: efficiency must be in (0, 1], got {f['efficiency']}")
         f.setdefault("devices_per_group", ALL_DEVICES)
@@ -120,6 +125,8 @@ def cluster_from_mapping(data, source: str, num_devices: int | None = None) -> C
     if not isinstance(coll, dict):
         raise ConfigError(f"{source}: 'collectives' must map tp / dp / pp to a tier name")
     cap = data.get("devices")
+    if cap is not None:
+        check("devices", cap, f"{source}: devices")
     n = num_devices if num_devices is not None else cap
     if n is None:
         raise ConfigError(f"{source}: give 'devices' in the file or the number of devices to use")
@@ -137,17 +144,10 @@ def load_cluster_file(path: str, num_devices: int | None = None) -> Cluster:
     """A Cluster from a YAML/JSON file (docs/cluster-file.md)."""
     from pathlib import Path
 
-    import yaml
-
-    from phaze.filefields import load_yaml
+    from phaze.fileio import read_data_file
 
     p = Path(path)
-    try:
-        data = load_yaml(p.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise ConfigError(f"cannot read cluster file {path}: {err.strerror}") from None
-    except (yaml.YAMLError, UnicodeDecodeError) as err:
-        raise ConfigError(f"cluster file {path} does not parse: {str(err).splitlines()[0]}") from None
+    data = read_data_file(p, "cluster file")
     if isinstance(data, dict):
         data.setdefault("name", p.stem)
     return cluster_from_mapping(data, f"cluster file {path}", num_devices)

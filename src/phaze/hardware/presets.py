@@ -13,12 +13,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml, check_fields, dataclass_schema
+from phaze.fileio import read_data_file
+from phaze.limits import RANGES, check
+from phaze.filefields import check_fields, dataclass_schema
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster, NetworkTier
+from phaze.units import GiB, MiB
 
-MiB = 2**20
-GiB = 2**30
 
 # ---- tpuv4-like: the paper's template chip, which also sets the area budget (phaze-paper.md) -------------
 # 8 tensor cores of 128x128, 2 vector cores of 128 lanes, 128 MiB GLB, ~1 GHz (reference constants).
@@ -109,10 +110,11 @@ GPU_VECTOR_EFFICIENCY = 1.0
 # A100: FlashAttention-2 "reaching 50-73% of the theoretical maximum FLOPs/s on A100" (Dao, FlashAttention-2,
 # arXiv 2307.08691, abstract); the backward is the slower pass, so the low end, 0.50.
 A100_ATTENTION_EFFICIENCY = 0.50
-# H100: FlashAttention-2 reaches "only 35% utilization on the H100"; FlashAttention-3 "is 1.5-2.0x faster than
-# FlashAttention-2 with FP16" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract): the low end,
-# 1.5 x 0.35 = 0.525 (cuDNN's fused attention, which NeMo uses, is of the same generation).
-H100_ATTENTION_EFFICIENCY = 1.5 * 0.35
+# H100: the NeMo / Megatron-LM releases of 2024 run cuDNN's fused attention or FlashAttention-2, kernels of the
+# FlashAttention-2 generation (FlashAttention-3, written for Hopper, is not what they use); FlashAttention-2
+# reaches "only 35% utilization on the H100" (Shah et al., FlashAttention-3, arXiv 2407.08608, abstract):
+# 0.35. (FlashAttention-3 itself would be 1.5-2.0x faster; README "Validation" shows what 0.525 would give.)
+H100_ATTENTION_EFFICIENCY = 0.35
 # FP8 tensor cores: H100 SXM 1,979 TFLOP/s dense FP8 vs 989 TFLOP/s dense BF16 (H100 datasheet) = 2.0x;
 # A100 has none.
 H100_FP8_MATRIX_FACTOR = 1979.0 / 989.4
@@ -165,15 +167,8 @@ def load_accelerator_file(path: str) -> Accelerator:
     import dataclasses
     from pathlib import Path
 
-    import yaml
-
     p = Path(path)
-    try:
-        data = load_yaml(p.read_text())
-    except OSError as err:
-        raise ConfigError(f"cannot read accelerator file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"accelerator file {path} does not parse: {str(err).splitlines()[0]}") from None
+    data = read_data_file(p, "accelerator file")
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
     schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "fp8_matrix_factor", "glb_banks",
@@ -182,6 +177,9 @@ def load_accelerator_file(path: str) -> Accelerator:
     required = tuple(f.name for f in dataclasses.fields(Accelerator)
                      if f.default is dataclasses.MISSING and f.name != "name")
     data = check_fields(data, schema, f"accelerator file {path}", required, "Accelerator fields")
+    for k, v in data.items():
+        if k in RANGES:
+            check(k, v, f"accelerator file {path}: field '{k}'")
     data.setdefault("name", p.stem)
     try:
         return Accelerator(**data)
@@ -200,7 +198,6 @@ def load_accelerator_file(path: str) -> Accelerator:
 # ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
 NVLINK3_EFFICIENCY = 230e9 / 300e9
 NVLINK4_EFFICIENCY = 360e9 / 450e9
-NVLINK_EFFICIENCY = NVLINK3_EFFICIENCY  # kept for importers of the old name
 INFINIBAND_EFFICIENCY = 0.90
 # Per-step latency of a ring step: a few us inside an NVSwitch node, ~5 us across InfiniBand
 # (NCCL's own tuning model uses microsecond-scale base latencies of this order).

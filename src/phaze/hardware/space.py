@@ -21,12 +21,13 @@ import numpy as np
 
 from phaze.errors import ConfigError
 from phaze.filefields import got
+from phaze.limits import MAX_SPACE_POINTS, check
 from phaze.hardware.accelerator import NOC_KINDS, ArchArrays
 from phaze.hardware.area import AreaModel, read_mapping, default_area_model
 from phaze.hardware.presets import (TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE,
                                     TPUV4_LIKE_PAPER, chip_hierarchy)
+from phaze.units import MiB
 
-MiB = 2**20
 
 
 def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
@@ -40,6 +41,9 @@ def pow2_range(lo: int, hi: int) -> tuple[int, ...]:
 
 
 _RANGE_FIELDS = ("num_tc", "num_vc", "tc_widths", "tc_depths", "glb_bytes")
+_AXIS_LIMIT = {"num_tc": "num_tc", "num_vc": "num_vc", "tc_widths": "tc_cols", "tc_depths": "tc_rows",
+               "glb_bytes": "glb_bytes", "glb_banks": "glb_banks", "glb_bank_widths": "glb_bank_width_bytes"}
+# axis -> the phaze.limits.RANGES entry of its chip field
 _CHIP_FIELDS = ("glb_banks", "glb_bank_widths")
 TEMPLATES = ("chip", "paper")
 
@@ -74,9 +78,14 @@ class DesignSpace:
             if not ok or len(vals) == 0:
                 raise ConfigError(f"design space: '{f}' must be a non-empty list of positive integers, got {getattr(self, f)!r}")
             vals = tuple(sorted({int(v) for v in vals}))
+            for v in vals:
+                check(_AXIS_LIMIT[f], v, f"design space: '{f}' value")
             object.__setattr__(self, f, vals)
-        if self.budget_mm2 is not None and not (isinstance(self.budget_mm2, (int, float)) and self.budget_mm2 > 0):
-            raise ConfigError(f"design space: 'budget_mm2' must be a positive number, got {self.budget_mm2!r}")
+        if self.budget_mm2 is not None:
+            check("budget_mm2", self.budget_mm2, "budget_mm2 (--budget-mm2)")
+        if self.raw_size > MAX_SPACE_POINTS:
+            raise ConfigError(f"design space: {self.raw_size:,} chips (the product of the axes' value counts); at most "
+                              f"{MAX_SPACE_POINTS:,} are enumerated at once (55x the default space); split the space")
         if not (isinstance(self.min_fraction, (int, float)) and 0.0 <= self.min_fraction <= 1.0):
             raise ConfigError(f"design space: 'min_fraction' must be in [0, 1], got {self.min_fraction!r}")
 
@@ -216,7 +225,7 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
 def load_space(path: str | Path) -> DesignSpace:
     """A DesignSpace from a YAML or JSON file (see :func:`space_from_dict`); errors are one-line ConfigErrors."""
     p = Path(path)
-    return space_from_dict(read_mapping(p), source=str(p))
+    return space_from_dict(read_mapping(p, "space file"), source=str(p))
 
 
 def resolve_space(space: DesignSpace | str | Path | None = "default", budget_mm2: float | None = None) -> DesignSpace:

@@ -122,6 +122,3 @@ def evaluate_baselines(model: ModelConfig, accelerator: Accelerator, cluster: Cl
            _try("megatron", lambda: megatron_baseline(model, accelerator, cluster, global_batch, devices=devices,
                                                       **kw))]
     return tuple(out)
-
-
-baselines = evaluate_baselines

@@ -122,8 +122,12 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     pairs = overlap_pairs(graph)
     hidden = {c for cs in pairs.values() for c in cs}
     total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
+    from phaze.cost.gpu import TENSOR_CORES_PER_SM
+    from phaze.cost.overlap import comm_sm_slowdown
+    sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
     for g, cs in pairs.items():
-        total += pipelined_overlap_s(lat[g], sum(lat[c] for c in cs), tp)
+        slow = comm_sm_slowdown([graph.ops[c].name for c in cs], sms)
+        total += pipelined_overlap_s(lat[g] * slow, sum(lat[c] for c in cs), tp)
     return float(total) + extra
 
 
@@ -148,10 +152,6 @@ def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
 
 
 _CACHE: dict[tuple, LayerCosts] = {}
-
-
-def clear_cache() -> None:
-    _CACHE.clear()
 
 
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
@@ -242,4 +242,4 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",
-           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS", "clear_cache"]
+           "model_forward_flops_per_sequence", "setting_for", "GPU_ACCELERATORS"]

@@ -12,8 +12,8 @@ from dataclasses import dataclass, fields, replace
 
 from phaze.errors import PhazeError
 from phaze.hardware.accelerator import Accelerator
+from phaze.units import GiB
 
-GiB = 2**30
 SCHEDULE_TIME_LIMIT_S = 1.0  # the co-search's per-layer limit (search.run.run_search default)
 
 

@@ -39,15 +39,15 @@ def _matplotlib(what: str):
 
 def check_gantt_path(path: str) -> Path:
     """Fail before work: a .png (needs the [plot] extra) or .txt file in an existing, writable directory."""
-    import os
-
     p = Path(path)
     if p.suffix.lower() not in (".png", ".txt"):
         raise PhazeError(f"--gantt {path}: give a file ending in .png (an image) or .txt (a text chart)")
     if p.suffix.lower() == ".png":
         _matplotlib(f"--gantt {path}")
     parent = p.parent if str(p.parent) else Path(".")
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    from phaze.report.plots import writable_dir
+
+    if not parent.is_dir() or not writable_dir(parent):
         raise PhazeError(f"--gantt {path}: directory {parent} does not exist or is not writable; pick another path")
     return p
 

@@ -18,8 +18,8 @@ from phaze.report.details import PlanDetail, iteration_parts, plan_detail, searc
 from phaze.report.html_figures import pareto_chart, plan_figures, schedule_figures, si_s
 from phaze.report.html_page import Section, kv_table, note, page, pct, table, times
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, hbars
+from phaze.units import MiB
 
-MiB = 2**20
 _OUTCOME_KNOWN = {"model", "throughput_seq_per_s", "iteration_time_s", "mfu", "plan", "plan_json"}
 
 
@@ -31,7 +31,9 @@ def check_output_path(path: str, option: str = "--html") -> Path:
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise ConfigError(f"{option} {path}: directory {parent} does not exist; create it or pick another path")
-    if not os.access(parent, os.W_OK) or (p.exists() and not os.access(p, os.W_OK)):
+    from phaze.report.plots import writable_dir
+
+    if not writable_dir(parent) or (p.exists() and not os.access(p, os.W_OK)):
         raise ConfigError(f"{option} {path}: not writable; pick a writable path")
     return p
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from phaze.report.details import LayerGantt, PlanDetail, iteration_parts
 from phaze.report.svg import (BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION, YELLOW, Axes, Frame, Series, esc,
                               hbars, scatter, svg)
+from phaze.units import GiB
 
-GiB = 2**30
 STAGE_COLORS = (BLUE, ORANGE)  # alternate so neighbouring stages are told apart
 TIME_COLORS = (BLUE, SKY, GREEN, VERMILLION, PURPLE, YELLOW)
 MEM_PARTS = (("weight_bytes", "weights", BLUE), ("grad_bytes", "gradients", SKY),

@@ -17,23 +17,44 @@ def _pyplot():
 
 
 def check_plot_dir(directory: str) -> Path:
-    """Fail before work: matplotlib importable and the directory creatable and writable."""
-    import os
-
+    """Fail before work, creating nothing: matplotlib importable, and the directory (or, if it does not exist
+    yet, its nearest existing parent) a writable directory."""
     _pyplot()
     d = Path(directory)
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise PhazeError(f"cannot create plot directory {d}: {err.strerror}; pick another --plot") from None
-    if not os.access(d, os.W_OK):
-        raise PhazeError(f"plot directory {d} is not writable; pick another --plot")
+    probe = d
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise PhazeError(f"--plot {directory}: {probe} is not a directory; pick another --plot")
+    if not writable_dir(probe):
+        raise PhazeError(f"--plot {directory}: directory {probe} is not writable; pick another --plot")
     return d
 
 
+def writable_dir(d: Path) -> bool:
+    """Whether a file can be created in ``d`` (tried, so read-only file systems count too, even for root)."""
+    import tempfile
+
+    try:
+        with tempfile.TemporaryFile(dir=d):
+            return True
+    except OSError:
+        return False
+
+
 def search_plots(res, directory: str) -> list[str]:
-    plt = _pyplot()
+    """Write the plots of a search into ``directory`` (created if needed); an OS error is one PhazeError line."""
     d = check_plot_dir(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        return _plots(res, d)
+    except OSError as err:
+        raise PhazeError(f"cannot write plots to {d}: {err.strerror or err}; pick another --plot (the search's "
+                         f"results are in its store)") from None
+
+
+def _plots(res, d: Path) -> list[str]:
+    plt = _pyplot()
     written = []
     if res.pareto:
         fig, ax = plt.subplots(figsize=(6, 4))

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from phaze.errors import ConfigError, PhazeError
-from phaze.report.jsonable import to_jsonable
+from phaze.jsonable import to_jsonable
 from phaze.report.tables import table
 
 COLUMNS = ("model", "role", "plan_kind", "throughput_seq_per_s", "ratio_to_tpuv4_like", "area_mm2", "power_w",

@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 from phaze.report.tables import si, table
+from phaze.units import MiB
 
-MiB = 2**20
 
 
 def chip_text(r: dict) -> str:

@@ -3,9 +3,8 @@ shown first in the HTML report, so nothing the answer depends on is left implici
 from __future__ import annotations
 
 from dataclasses import fields
+from phaze.units import GiB, MiB
 
-GiB = 2**30
-MiB = 2**20
 
 
 def _si(v: float, unit: str) -> str:

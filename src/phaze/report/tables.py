@@ -35,9 +35,16 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[object]], 
     return t
 
 
+class _Console(Console):
+    """rich's Console, but a closed pipe is a BrokenPipeError for the CLI to end on (rich itself exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
 def print_tables(*tables: Table, console: Console | None = None) -> None:
     """Print to stdout; when stdout is not a terminal, use a wide fixed width instead of wrapping at 80."""
     import sys
-    console = console or (Console() if sys.stdout.isatty() else Console(width=200))
+    console = console or (_Console() if sys.stdout.isatty() else _Console(width=200))
     for t in tables:
         console.print(t)

@@ -18,12 +18,13 @@ from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
-from phaze.search.spec import GiB, SearchSpec
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.search.spec import SearchSpec
+from phaze.units import GiB
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 from phaze.workload.graphs import layer_graph
 
-KINDS = ("embedding", "block", "head")
-SLOTS = tuple((k, d) for k in KINDS for d in ("fwd", "bwd"))  # the 6 layer-time slots, in this order
+KINDS = LAYER_KINDS
+SLOTS = tuple((k, d) for k in KINDS for d in DIRECTIONS)  # the 6 layer-time slots, in this order
 
 
 def memory_costs(model: ModelConfig, setting: TrainSetting, optimizer: str = "adam") -> LayerCosts:
@@ -57,6 +58,13 @@ class ModelBounds:
         return self.setting_ub.max(axis=0)
 
 
+# Rounding slack of the split bound below. A block count x = (U - c) / b computed at a breakpoint U = k b + c
+# can come out as k - 1e-15 (float64); adding 1e-9 blocks before the floor counts it as k. Counting one block
+# more than fits can only lower U, so the result stays a lower bound. FLOOR_RTOL does the same for U = max(e, h).
+BREAKPOINT_SLACK = 1e-9
+FLOOR_RTOL = 1e-12
+
+
 def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int) -> np.ndarray:
     """Least possible max stage compute time over every split of embedding (e), L blocks (b each) and head
     (h) into p contiguous stages, ignoring memory (so a lower bound on max_i T_i), for many chips at once.
@@ -69,10 +77,11 @@ def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int
     k_hi = L + np.ceil(floor_u / b) + 1
 
     def blocks(x):  # floor, forgiving rounding at the breakpoints themselves (errs low: the bound stays valid)
-        return np.floor(x + 1e-9)
+        return np.floor(x + BREAKPOINT_SLACK)
 
     def fits(U):
-        return (blocks((U - e) / b) + blocks((U - h) / b) + (p - 2) * blocks(U / b) >= L) & (U >= floor_u * (1 - 1e-12))
+        return ((blocks((U - e) / b) + blocks((U - h) / b) + (p - 2) * blocks(U / b) >= L)
+                & (U >= floor_u * (1 - FLOOR_RTOL)))
 
     best = np.full_like(b, np.inf)
     for c in (np.zeros_like(b), e, h):

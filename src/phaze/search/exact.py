@@ -20,11 +20,13 @@ from phaze.placement import DeviceSpec, best_plan_from_costs, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, model_forward_flops_per_sequence
 from phaze.schedule import ScheduleCache, build_problem, solve_cached
 from phaze.search.bounds import SLOTS, with_times
-from phaze.search.spec import GiB
+from phaze.units import GiB
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
 
 _CACHE = ScheduleCache()  # one per worker process: identical layer problems are solved once
+# a layer whose vectorized upper and lower time bounds agree to this (relative; float64 rounding of sums of
+# ~100 op times is ~1e-14) is already exact: no schedule is solved for it
 TIGHT_RTOL = 1e-9
 TIE_RTOL = 1e-9  # candidates within this of the incumbent are evaluated: ties are broken by area, HBM, index
 
@@ -83,6 +85,10 @@ def _device(acc: Accelerator, gib: int) -> DeviceSpec:
 
 
 _DP_MEMO: dict = {}  # per worker: chips with identical layer times share one plan optimization
+# Entries kept before the memo starts again: it grows by one entry per distinct (chip layer times, HBM size,
+# cutoff), so over a long search it is cleared at this size to bound a worker's memory (chips with equal layer
+# times are found close together in bound order, so a cleared memo loses little).
+DP_MEMO_MAX_ENTRIES = 200_000
 
 
 def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float = math.inf):
@@ -91,7 +97,7 @@ def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float 
            tuple((c.setting, c.embedding.fwd_s, c.embedding.bwd_s, c.block.fwd_s, c.block.bwd_s, c.head.fwd_s,
                   c.head.bwd_s) for c in costs.values()))
     if key not in _DP_MEMO:
-        if len(_DP_MEMO) > 200_000:
+        if len(_DP_MEMO) > DP_MEMO_MAX_ENTRIES:
             _DP_MEMO.clear()
         _DP_MEMO[key] = _best_uncached(costs, task, mt, gib, cutoff_s)
     return _DP_MEMO[key]
@@ -103,7 +109,12 @@ def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_
                                 cutoff_s=cutoff_s)
 
 
-@functools.lru_cache(maxsize=256)
+# the layer problems of the chip being evaluated (3 kinds x 2 directions per setting) are each needed up to
+# three times (bound, short solve, full solve); 256 keeps all of one chip's for the settings of a search
+PROBLEM_CACHE_SIZE = 256
+
+
+@functools.lru_cache(maxsize=PROBLEM_CACHE_SIZE)
 def _problem(model, setting, kind: str, direction: str, accelerator: Accelerator, tier):
     """The schedule problem of one layer on one chip (built once for the bound, short and full solves)."""
     return build_problem(layer_graph(model, setting, kind, direction), accelerator, tier)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import os
+import threading
+import time
 
 from phaze.errors import PhazeError
 
@@ -20,6 +23,11 @@ class InlineExecutor(cf.Executor):
         return fut
 
 
+def _call(fn, args, kwargs):
+    """Run ``fn(*args, **kwargs)`` (a Ray task; builtins and bound methods included)."""
+    return fn(*args, **kwargs)
+
+
 class RayExecutor(cf.Executor):
     """Submits tasks as Ray remote functions; ``address=None`` starts a local Ray instance."""
 
@@ -32,16 +40,46 @@ class RayExecutor(cf.Executor):
         if not ray.is_initialized():
             ray.init(address=address, num_cpus=num_cpus if address is None else None, include_dashboard=False,
                      log_to_driver=False)
-        self._remote = {}
+        self._call = None
 
     def submit(self, fn, /, *args, **kwargs) -> cf.Future:
-        remote = self._remote.get(fn)
-        if remote is None:
-            remote = self._remote[fn] = self._ray.remote(fn)
-        return remote.remote(*args, **kwargs).future()
+        if self._call is None:
+            # one remote trampoline: Ray decorates Python functions only, and fn travels by reference
+            self._call = self._ray.remote(_call)
+        return self._call.remote(fn, args, kwargs).future()
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         pass  # the Ray instance outlives one search (a local one ends with the process)
+
+
+# How often a worker checks that its parent is alive: after a SIGKILL of the search, workers exit within
+# this many seconds (plus the end of the numpy call they are in) instead of living on as orphans.
+PARENT_POLL_S = 1.0
+
+
+def _watch_parent(parent_pid: int) -> None:
+    """Worker initializer: a daemon thread that ends this worker once its parent is gone (the parent's death
+    reparents the worker, so ``os.getppid()`` changes)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="phaze-parent-watch", daemon=True).start()
+
+
+def abort(executor: cf.Executor) -> None:
+    """Stop now: cancel queued tasks and end the worker processes of a local pool (on Ctrl-C the terminal
+    signals them too, but a SIGTERM or an error reaches only this process)."""
+    procs = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for p in procs:
+        try:
+            p.terminate()
+        except (OSError, AttributeError):
+            pass
+    for p in procs:
+        p.join(timeout=5)
 
 
 def make_executor(backend: str, workers: int, address: str | None = None) -> cf.Executor:
@@ -53,4 +91,5 @@ def make_executor(backend: str, workers: int, address: str | None = None) -> cf.
         raise PhazeError(f"unknown --backend {backend!r}; use local or ray")
     if workers == 1:
         return InlineExecutor()
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
+    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
+                                  initializer=_watch_parent, initargs=(os.getpid(),))

@@ -21,13 +21,13 @@ from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
 from phaze.schedule import ScheduleCache
 from phaze.search.run import references, run_search
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.spec import SearchSpec
 from phaze.search.spotlight import SAMPLES, spotlight_search
 from phaze.search.store import Store
+from phaze.units import GiB, MiB
 
 PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
 ROLES = ("phaze", "tpuv4-like", "spotlight")
-MiB = 2**20
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
                            baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                           schedule_cache=cache)
+                           schedule_cache=cache, zero1=False)  # the co-search's plan space: no ZeRO-1
             if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
                 best = {"throughput_seq_per_s": res.best.throughput_seq_per_s,
                         "iteration_time_s": res.best.iteration_time_s, "plan": res.best.plan.describe(),

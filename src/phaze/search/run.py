@@ -16,9 +16,10 @@ from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chip
 from phaze.search.objective import apply_tdp, chip_weights
-from phaze.search.executor import make_executor
-from phaze.search.spec import GiB, SearchSpec
+from phaze.search.executor import abort, make_executor
+from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
+from phaze.units import GiB
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
             res = optimize(m, chip, cluster, spec.global_batch, devices=spec.devices,
                            microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                            tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,),
-                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False)
+                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                           zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
             ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
                        best_mfu=res.best.mfu)
             from phaze.placement.power import plan_power
@@ -126,62 +128,66 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
     ``namespace`` when the file holds several searches, see ``Store.open``)."""
     t0 = time.perf_counter()
-    store = Store.open(store_path, spec.fingerprint(), resume, namespace)
-    prog = Progress(quiet, prefix="phaze search")
+    cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
+    cands = enumerate_space(spec.space)
+    if len(cands) == 0:
+        raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
+    cands = apply_tdp(cands, spec.tdp_w)
+    weights = chip_weights(spec.objective, cands, spec.space.reference)
+    for m in spec.models:
+        spec.settings(m)
+    executor = make_executor(backend, workers, address)  # a missing Ray fails here, before the store exists
     try:
-        cluster = get_cluster(spec.cluster, spec.devices)
-        cands = enumerate_space(spec.space)
-        if len(cands) == 0:
-            raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
-        cands = apply_tdp(cands, spec.tdp_w)
-        weights = chip_weights(spec.objective, cands, spec.space.reference)
+        store = Store.open(store_path, spec.fingerprint(), resume, namespace)
+    except BaseException:
+        abort(executor)
+        raise
+    prog = Progress(quiet, prefix="phaze search")
+    finished = False
+    try:
         refs = store.get_meta("references")
         if refs is None:
             prog.note("evaluating the TPUv4-like reference chip")
             refs = references(spec, cluster)
             store.put_meta("references", refs)
-        executor = make_executor(backend, workers, address)
         total = len(cands) * len(spec.hbm_gib)
         ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         per_model = []
-        try:
-            bounds = []
-            for m in spec.models:
-                prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
-                          f"worker{'s' if workers > 1 else ''})")
-                prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
-                bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
-            prog.done()
-            bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
-                                weights)
-            prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
-                      f"the bounds rule out are counted as they go")
-            prog.stage("exact evaluation", total, "candidates")
-            prog.update(bb.resolved())
-            _explore(bb, store, executor, prog, workers)
-            counts = bb.counts()
-            prog.done(f"{counts['exact']} exact, {counts['bounded']} bounded, {counts['pruned']} pruned")
-            if len(spec.models) > 1:
-                joint = store.load()
-                counts["per_model"] = {}
-                for k, (m, b) in enumerate(zip(spec.models, bounds)):
-                    sub = store.scoped(k)
-                    _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights)
-                    bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
-                                          prune, schedule_time_limit_s, weights)
-                    prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
-                    prog.stage(f"{m.name} alone", total, "candidates")
-                    prog.update(bb_k.resolved())
-                    _explore(bb_k, sub, executor, prog, workers)
-                    prog.done()
-                    counts["per_model"][m.name] = bb_k.counts()
-                    top = sub.rows(top=1)
-                    if top:
-                        per_model.append({"model": m.name, **top[0]})
-        except BaseException:
-            executor.shutdown(wait=False, cancel_futures=True)
-            raise
+        bounds = []
+        for m in spec.models:
+            prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
+                      f"worker{'s' if workers > 1 else ''})")
+            prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
+            bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
+        prog.done()
+        bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
+                            weights)
+        prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
+                  f"the bounds rule out are counted as they go")
+        prog.stage("exact evaluation", total, "candidates")
+        prog.update(bb.resolved())
+        _explore(bb, store, executor, prog, workers)
+        counts = bb.counts()
+        prog.done(f"{counts['exact']} exact, {counts['bounded']} bounded, {counts['pruned']} pruned")
+        if len(spec.models) > 1:
+            joint = store.load()
+            counts["per_model"] = {}
+            for k, (m, b) in enumerate(zip(spec.models, bounds)):
+                sub = store.scoped(k)
+                _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights)
+                bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
+                                      prune, schedule_time_limit_s, weights)
+                prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
+                prog.stage(f"{m.name} alone", total, "candidates")
+                prog.update(bb_k.resolved())
+                _explore(bb_k, sub, executor, prog, workers)
+                prog.done()
+                counts["per_model"][m.name] = bb_k.counts()
+                top = sub.rows(top=1)
+                if top:
+                    per_model.append({"model": m.name, **top[0]})
         executor.shutdown(wait=True)
+        finished = True
         rows = store.rows(status="exact")
         front = pareto_front(rows)
         if rows:
@@ -193,6 +199,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                   cands, cluster) for r in per_model]
             store.put_meta("explained", {"best": rows[0], "pareto": front, "per_model": per_model})
     finally:
+        if not finished:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
+            abort(executor)
         prog.close()
         store.close()
     return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, front,

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 from phaze.errors import ConfigError
 from phaze.hardware.space import DesignSpace
+from phaze.limits import check_all
 from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)
@@ -55,8 +55,8 @@ class SearchSpec:
         for r in self.recompute_modes:
             if r not in RECOMPUTE_MODES:
                 raise ConfigError(f"--recompute: unknown mode {r!r}; use {', '.join(RECOMPUTE_MODES)}")
-        if self.devices <= 0 or self.global_batch <= 0:
-            raise ConfigError("--devices and --global-batch must be positive")
+        check_all(devices=self.devices, global_batch=self.global_batch, hbm_gib=self.hbm_gib,
+                  mbs=self.microbatch_sizes, tp=self.tp_values)
 
     def settings(self, model: ModelConfig) -> tuple[TrainSetting, ...]:
         """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism,
@@ -78,7 +78,7 @@ class SearchSpec:
 
     def fingerprint(self) -> dict:
         """Plain, canonical description used to check that --resume continues the same run."""
-        from phaze.report.jsonable import to_jsonable
+        from phaze.jsonable import to_jsonable
         from phaze.workload.config import VARIANT_DEFAULTS
 
         def model(m) -> dict:  # template-valued variant fields left out: stores from before them still resume

@@ -3,7 +3,11 @@ time, so a run killed at any point (Ctrl-C or SIGKILL) resumes without recomputi
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from phaze.errors import StoreError
@@ -17,6 +21,127 @@ CREATE TABLE IF NOT EXISTS {table} (
     schedules_not_optimal INTEGER, PRIMARY KEY (chip, hbm_gib));
 """
 _SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" + _TABLE.format(table="results")
+
+
+# A lease holder on another machine (whose process cannot be probed here) that has not committed for this long
+# is presumed dead. A search commits each chip as it finishes (seconds apart in benchmarks/bench_search.py);
+# a writer slower than this on another machine would be taken over, which is why a multi-machine search runs
+# from one driver (--backend ray): the driver alone writes the store and holds the lease.
+LEASE_STALE_S = 600.0
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who writes a store: one row ('lease') in its meta table, written with the parameters under SQLite's
+    write lock (BEGIN IMMEDIATE), so two searches starting at once cannot both take it. Removed on close;
+    after a crash its holder is gone (a dead or zombie process on this machine, or no commit for
+    LEASE_STALE_S on another) and the next search takes it over."""
+
+    pid: int
+    host: str
+    since: float
+    heartbeat: float
+
+    @classmethod
+    def mine(cls) -> "Lease":
+        now = time.time()
+        return cls(os.getpid(), socket.gethostname(), now, now)
+
+    @classmethod
+    def read(cls, con: sqlite3.Connection) -> "Lease | None":
+        row = con.execute("SELECT value FROM meta WHERE key='lease'").fetchone()
+        if row is None:
+            return None
+        try:
+            d = json.loads(row[0])
+            return cls(int(d["pid"]), str(d["host"]), float(d["since"]), float(d["heartbeat"]))
+        except (ValueError, KeyError, TypeError):
+            return None  # an unreadable lease protects nothing
+
+    def write(self, con: sqlite3.Connection) -> None:
+        con.execute("INSERT OR REPLACE INTO meta VALUES ('lease', ?)", (json.dumps(self.__dict__, sort_keys=True),))
+
+    @staticmethod
+    def heartbeat(con: sqlite3.Connection) -> None:
+        con.execute("UPDATE meta SET value=json_set(value, '$.heartbeat', ?) WHERE key='lease'", (time.time(),))
+
+    def alive(self) -> bool:
+        if self.host != socket.gethostname():
+            return time.time() - self.heartbeat < LEASE_STALE_S
+        return self.pid == os.getpid() or _pid_alive(self.pid)  # this process: another Store still open
+
+    def describe(self) -> str:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(self.since))
+        return f"process {self.pid} on {self.host} (since {started})"
+
+
+def _pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine and is not a zombie (killed, not yet reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            state = f.read().rsplit(b")", 1)[1].split()[0]
+        return state not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _check_sqlite_file(path: str) -> None:
+    """Refuse, before SQLite opens it (and may create -wal/-shm files beside it), a file that is not an SQLite
+    database or is shorter than its header says (a truncated copy). Header layout: sqlite.org/fileformat.html
+    (bytes 16-17 page size, 1 meaning 65536; 24-27 change counter; 28-31 size in pages, valid when bytes 92-95
+    equal the change counter)."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as f:
+            head = f.read(100)
+    except OSError as err:
+        raise StoreError(f"cannot read store {path}: {err.strerror}; check the path") from None
+    if not head.startswith(_SQLITE_MAGIC) or len(head) < 100:
+        raise StoreError(f"{path} is not a phaze search store (not an SQLite file); pass a store written by "
+                         f"`phaze search`, or another --store")
+    page = int.from_bytes(head[16:18], "big")
+    page = 65536 if page == 1 else page
+    pages = int.from_bytes(head[28:32], "big")
+    if head[24:28] == head[92:96] and size < page * pages:
+        raise StoreError(f"store {path} is truncated ({size:,} of {page * pages:,} bytes); restore it or use another "
+                         f"--store")
+
+
+def _check_phaze_store(path: str) -> None:
+    """An existing file given to --resume must be a phaze store (SQLite with our tables and a parameters row);
+    read without writing anything into it."""
+    from urllib.parse import quote
+
+    _check_sqlite_file(path)
+    try:
+        con = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, timeout=30)
+        try:
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            spec = con.execute("SELECT value FROM meta WHERE key='spec' OR key LIKE '%/spec' LIMIT 1").fetchone() \
+                if "meta" in tables else None
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as err:
+        raise StoreError(f"{path} is not a phaze search store ({err}); pass a store written by `phaze search`, or "
+                         f"another --store") from None
+    ok = spec is not None and any(t.startswith("results") for t in tables)
+    if ok:
+        try:
+            ok = isinstance(json.loads(spec[0]), dict)
+        except (TypeError, ValueError):
+            ok = False
+    if not ok:
+        raise StoreError(f"{path} is an SQLite file but not a phaze search store (no search parameters in it); pass a "
+                         f"store written by `phaze search`, or another --store")
 
 
 def _namespaced(namespace: str) -> tuple[str, str]:
@@ -38,8 +163,9 @@ class Store:
     """One search run in one SQLite file. ``open`` refuses a store of another run (naming the parameters
     that differ) and an existing store without ``resume``: nothing stored is ever overwritten."""
 
-    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results", meta_prefix: str = "") -> None:
-        self.con, self.path, self.table, self.meta_prefix = con, path, table, meta_prefix
+    def __init__(self, con: sqlite3.Connection, path: str, table: str = "results", meta_prefix: str = "",
+                 lease: bool = False) -> None:
+        self.con, self.path, self.table, self.meta_prefix, self.lease = con, path, table, meta_prefix, lease
 
     def scoped(self, model_index: int, create: bool = True) -> "Store":
         """The same file's results of one model searched alone (table ``results_model<k>``; the joint
@@ -56,40 +182,55 @@ class Store:
 
     @classmethod
     def open(cls, path: str | Path, fingerprint: dict, resume: bool, namespace: str = "") -> "Store":
-        """``namespace``: one of several searches kept in one file (``phaze reproduce``: one per model), with
+        """Open a store to write a search into, taking its lease (one writer at a time; see ``Lease``).
+        ``namespace``: one of several searches kept in one file (``phaze reproduce``: one per model), with
         its own results table and meta keys; "" is the file's only search."""
         path = str(path)
         exists = Path(path).exists() and Path(path).stat().st_size > 0
         if exists and not resume and not namespace:
             raise StoreError(f"store {path} already exists; continue it with --resume or choose another --store")
+        if exists:
+            _check_phaze_store(path)
         table, prefix = _namespaced(namespace)
         try:
-            con = sqlite3.connect(path, timeout=30)
+            con = sqlite3.connect(path, timeout=30, isolation_level=None)
             con.execute("PRAGMA journal_mode=WAL")
             con.executescript(_SCHEMA + _TABLE.format(table=table))
-            row = con.execute("SELECT value FROM meta WHERE key=?", (prefix + "spec",)).fetchone()
+            con.execute("BEGIN IMMEDIATE")  # the lease and the parameters are read and written under one lock
+            try:
+                holder = Lease.read(con)
+                if holder is not None and holder.alive():
+                    raise StoreError(f"store {path} is being written by {holder.describe()}; wait for it to end, or "
+                                     f"use another --store")
+                row = con.execute("SELECT value FROM meta WHERE key=?", (prefix + "spec",)).fetchone()
+                if row is not None and namespace and not resume:
+                    raise StoreError(f"store {path} already holds the search {namespace!r}; continue it with --resume "
+                                     f"or choose another --store")
+                if row is None:
+                    con.execute("INSERT INTO meta VALUES (?, ?)", (prefix + "spec", json.dumps(fingerprint, sort_keys=True)))
+                else:
+                    stored = json.loads(row[0])
+                    if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
+                        raise StoreError(f"store {path} was written by a search with other parameters "
+                                         f"({', '.join(_diff(stored, fingerprint))} differ); rerun with the same "
+                                         f"parameters or use another --store")
+                Lease.mine().write(con)
+                con.execute("COMMIT")
+            except BaseException:
+                con.execute("ROLLBACK")
+                con.close()
+                raise
         except sqlite3.DatabaseError as err:
             raise StoreError(f"cannot read store {path}: {err}; pass another --store") from None
-        if row is not None and namespace and not resume:
-            con.close()
-            raise StoreError(f"store {path} already holds the search {namespace!r}; continue it with --resume or "
-                             f"choose another --store")
-        if row is None:
-            con.execute("INSERT INTO meta VALUES (?, ?)", (prefix + "spec", json.dumps(fingerprint, sort_keys=True)))
-            con.commit()
-        else:
-            stored = json.loads(row[0])
-            if stored != json.loads(json.dumps(fingerprint, sort_keys=True)):
-                raise StoreError(f"store {path} was written by a search with other parameters "
-                                 f"({', '.join(_diff(stored, fingerprint))} differ); rerun with the same "
-                                 f"parameters or use another --store")
-        return cls(con, path, table, prefix)
+        con.isolation_level = ""  # back to Python's default: `with con:` is one transaction
+        return cls(con, path, table, prefix, lease=True)
 
     @classmethod
     def open_existing(cls, path: str | Path) -> "Store":
         """Open for reading (``phaze results``)."""
         if not Path(path).is_file():
             raise StoreError(f"no store at {path}; run `phaze search --store {path}` first")
+        _check_sqlite_file(str(path))
         try:
             con = sqlite3.connect(str(path), timeout=30)
             con.execute("SELECT value FROM meta WHERE key='spec'").fetchone()
@@ -114,6 +255,7 @@ class Store:
     def add(self, results: list[ChipResult], chip_fields: dict[int, dict]) -> None:
         """Store one chip's results in one transaction (all or nothing)."""
         with self.con:
+            Lease.heartbeat(self.con)
             for r in results:
                 f = chip_fields[r.index]
                 self.con.execute(
@@ -144,4 +286,13 @@ class Store:
         return out
 
     def close(self) -> None:
+        """Release the lease (if this Store took it) and close the file."""
+        if self.lease:
+            try:
+                with self.con:
+                    self.con.execute("DELETE FROM meta WHERE key='lease' AND json_extract(value, '$.pid')=? AND "
+                                     "json_extract(value, '$.host')=?", (os.getpid(), socket.gethostname()))
+            except sqlite3.Error:
+                pass  # the lease is recoverable anyway: its holder is gone once this process ends
+            self.lease = False
         self.con.close()

@@ -248,12 +248,8 @@ def load_cases(path: str | Path | None = None) -> Cases:
             c = packaged_cases(name)
             out = c if out is None else out + c
         return out
+    from phaze.fileio import read_data_file
+
     p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"{p}: cases file does not exist; check the path")
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{p}: not valid JSON ({first}); fix the syntax") from None
+    data = read_data_file(p, "cases file", fmt="json")
     return _any_from_mapping(data, str(p))

@@ -21,8 +21,8 @@ from phaze.placement.plan import Plan
 from phaze.progress import Progress
 from phaze.validation.cases import HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
+from phaze.units import GiB
 
-GiB = 2**30
 
 
 @dataclass(frozen=True)

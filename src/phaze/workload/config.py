@@ -5,9 +5,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from phaze.errors import ConfigError
+from phaze.limits import check
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+# The layer sequence every model is cut into (embedding, num_layers blocks, head), and the two passes of each:
+# defined here once for every stage.
+LAYER_KINDS: tuple[str, ...] = ("embedding", "block", "head")
+DIRECTIONS: tuple[str, ...] = ("fwd", "bwd")
 # Attention kernels: "standard" materialises the score matrix (Megatron's fused softmax path), "flash" is a
 # fused kernel that never stores it (FlashAttention, Dao et al. 2022/2023; cuDNN / Transformer Engine).
 ATTENTION_KINDS: tuple[str, ...] = ("standard", "flash")
@@ -83,6 +88,10 @@ class ModelConfig:
             raise ConfigError(f"model {self.name!r}: field 'extra_positions' must be >= 0, got {self.extra_positions!r}")
         if not 0 < self.rotary_fraction <= 1:
             raise ConfigError(f"model {self.name!r}: field 'rotary_fraction' must be in (0, 1], got {self.rotary_fraction!r}")
+        for field in ("num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "max_tp", "vocab_pad_multiple",
+                      "kv_heads", "embed_proj_dim", "head_dim_override", "sliding_window", "extra_positions"):
+            if getattr(self, field) is not None:
+                check(field, getattr(self, field), f"model {self.name!r}: field '{field}'")
         if self.shared_norm and not self.parallel_block:
             raise ConfigError(f"model {self.name!r}: shared_norm needs parallel_block: true (a sequential block "
                               f"has two norms)")

@@ -16,13 +16,12 @@ from functools import lru_cache
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op
 
-LAYERS = ("embedding", "block", "head")
-DIRECTIONS = ("fwd", "bwd")
+LAYERS = LAYER_KINDS
 # Selective recompute re-runs the attention core only (Korthikanti et al. 2022, sec. 5).
 SELECTIVE_OPS = ("attn_scores", "softmax", "attn_dropout", "attn_v")
 # Flash attention (one fused kernel; softmax and dropout inside it) as its two GEMM halves, so the FLOPs are

@@ -22,10 +22,11 @@ from phaze.workload.traced import TracedModel, traced_activation_bytes
 # which reproduces Korthikanti et al. Fig. 1); sgd: the Phaze reference (fp16 weight and grad, no state).
 OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2, 0)}
 ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
-# FP8 weight cache per parameter: the FP8 weight and its FP8 transpose, 1 byte each (Transformer Engine
-# ``Float8Tensor`` with its cached transpose; NVIDIA Transformer Engine docs, "Using FP8 with Transformer
-# Engine": weights are cast once per iteration when ``is_first_microbatch`` is used).
-FP8_WEIGHT_COPY_BYTES = 2
+# FP8 weights per parameter: Transformer Engine with FP8 parameters (NeMo's ``fp8_params=True``, as its H100
+# recipes set: github NVIDIA/dgxc-benchmarking llama3.1/configure.sh) keeps each linear weight as an FP8
+# tensor plus its FP8 transpose (Hopper's FP8 GEMMs take both operands K-major), 1 byte each, instead of the
+# 16-bit weight; the fp32 master copy stays in the optimizer state.
+FP8_WEIGHT_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -161,9 +162,7 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
     params = layer_params(model, layer, t)
     wb, gb, ob = OPTIMIZERS[optimizer]
     if layer == "block" and setting.precision == "fp8":
-        # Transformer Engine caches the FP8 cast of each linear weight and its transpose (Hopper's FP8 GEMMs
-        # take both operands K-major) across the microbatches of an iteration: 2 more bytes per parameter
-        wb += FP8_WEIGHT_COPY_BYTES
+        wb = FP8_WEIGHT_BYTES  # the FP8 weight and its transpose replace the 16-bit weight
     terms = activation_terms(model, setting, layer)
     kept = total = sum(terms.values())
     if layer == "block" and setting.recompute == "selective":

@@ -92,9 +92,14 @@ class LayerGraph:
         return float(sum(op.flops for op in self.ops))
 
     @property
+    def gemms(self) -> tuple[Gemm, ...]:
+        """The GEMMs (tensor-core work), in graph order."""
+        return tuple(op for op in self.ops if isinstance(op, Gemm))
+
+    @property
     def gemm_flops(self) -> int:
         """FLOPs of the GEMMs alone (tensor-core work; the 1:2 fwd:bwd ratio holds exactly for these)."""
-        return sum(op.flops for op in self.ops if isinstance(op, Gemm))
+        return sum(op.flops for op in self.gemms)
 
     def preds(self) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in self.ops]

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.hf_export import to_hf_config
 from phaze.workload.memory import layer_params, param_count
@@ -123,7 +123,7 @@ def check_against_torch(model: ModelConfig, microbatch_size: int = 1, seq_len: i
     torch_fwd, torch_bwd = {"block": f2 - f1, "rest": 2 * f1 - f2}, {"block": b2 - b1, "rest": 2 * b1 - b2}
 
     ours = {(layer, d): layer_graph(m, setting, layer, d).gemm_flops
-            for layer in ("embedding", "block", "head") for d in ("fwd", "bwd")}
+            for layer in LAYER_KINDS for d in DIRECTIONS}
     rest = {d: ours[("embedding", d)] + ours[("head", d)] for d in ("fwd", "bwd")}
     rows = (
         CheckRow("parameters (total)", param_count(m), total_params),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
+from phaze.workload.config import LAYER_KINDS
 from phaze.workload.ops import Gemm, LayerGraph, VectorOp
 
 TRACED_KEY = "phaze_traced_model"  # marks a JSON file written by `import-model --torch ... -o`
@@ -71,7 +72,7 @@ class TracedModel:
         return "a traced model is not sharded: use tensor-parallel width 1"
 
     def layer(self, kind: str) -> TracedLayer:
-        if kind not in ("embedding", "block", "head"):
+        if kind not in LAYER_KINDS:
             raise ConfigError(f"unknown layer kind {kind!r}; use one of embedding, block, head")
         return getattr(self, kind)
 
@@ -184,7 +185,7 @@ def traced_to_dict(model: TracedModel) -> dict:
     return {TRACED_KEY: FORMAT_VERSION, "name": model.name, "source": model.source,
             "microbatch_size": model.microbatch_size, "seq_len": model.seq_len, "num_layers": model.num_layers,
             "total_params": model.total_params, "boundary_bytes": model.boundary_bytes,
-            "layers": {k: _layer_to_dict(model.layer(k)) for k in ("embedding", "block", "head")}}
+            "layers": {k: _layer_to_dict(model.layer(k)) for k in LAYER_KINDS}}
 
 
 def traced_from_dict(data: dict, source: str) -> TracedModel:
@@ -193,7 +194,7 @@ def traced_from_dict(data: dict, source: str) -> TracedModel:
         raise ConfigError(f"{source}: traced-model format {data.get(TRACED_KEY)!r} is not {FORMAT_VERSION}; "
                           f"re-import with `phaze import-model --torch MODULE:FACTORY -o FILE`")
     try:
-        layers = {k: _layer_from_dict(data["layers"][k]) for k in ("embedding", "block", "head")}
+        layers = {k: _layer_from_dict(data["layers"][k]) for k in LAYER_KINDS}
         out = TracedModel(str(data["name"]), str(data["source"]), int(data["microbatch_size"]),
                           int(data["seq_len"]), int(data["num_layers"]), layers["embedding"], layers["block"],
                           layers["head"], int(data["total_params"]), int(data["boundary_bytes"]))

@@ -6,7 +6,6 @@ uses vocab 51200 and overrides it with ``dataclasses.replace(get_model("gpt3-175
 from __future__ import annotations
 
 import difflib
-import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -16,7 +15,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
-from phaze.filefields import load_yaml, got, hf_hint
+from phaze.fileio import read_data_file
+from phaze.filefields import got, hf_hint
 from phaze.workload.config import ModelConfig
 from phaze.workload.hf import HF_PREFIX, from_hf_config, is_hf_config, model_name
 from phaze.workload.traced import TRACED_KEY, TracedModel, traced_from_dict
@@ -114,14 +114,7 @@ def load_model_file(path: str | Path, hf: bool = False) -> ModelConfig:
     p = Path(path)
     if p.suffix.lower() not in FILE_SUFFIXES:
         raise ConfigError(f"{p}: model files must end in .yaml, .yml or .json")
-    if not p.is_file():
-        raise ConfigError(f"{p}: model file does not exist; check the path")
-    try:
-        text = p.read_text(encoding="utf-8")
-        data = json.loads(text) if p.suffix.lower() == ".json" else load_yaml(text)
-    except (json.JSONDecodeError, yaml.YAMLError, UnicodeDecodeError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ConfigError(f"{p}: file does not parse as {p.suffix.lstrip('.').upper()} ({first}); fix the syntax") from None
+    data = read_data_file(p, "model file")
     if isinstance(data, dict) and TRACED_KEY in data and not hf:
         return traced_from_dict(data, str(p))
     if not hf:

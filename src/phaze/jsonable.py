@@ -1,4 +1,5 @@
-"""Turn frozen dataclasses, numpy values and tuples into plain JSON-ready data."""
+"""Turn frozen dataclasses, numpy values and tuples into plain JSON-ready data (usable by every stage: the
+search fingerprints its spec with it, the CLI and reports print with it)."""
 from __future__ import annotations
 
 import dataclasses

@@ -1,0 +1,87 @@
+"""The Ray backend on a local Ray instance (ray is in the dev set-up, so this runs in `make test`): the same
+answer as the local process pool on a reduced space, the same answer when a Ray worker is killed mid-run
+(Ray retries the task), and the store is written by the driver alone, which holds its lease."""
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from phaze.errors import StoreError
+from phaze.search import Store, run_search
+from test_search import spec
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    if not ray.is_initialized():
+        # two CPUs: the reduced space needs no more; no dashboard (nothing listens on a port beyond Ray's own)
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pool_result(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pool")
+    return run_search(spec(), str(d / "pool.db"), workers=2, quiet=True, prune=False)
+
+
+def _answer(res) -> tuple:
+    rows = Store.open_existing(res.store).rows(status=None)
+    return ((res.best["chip"], res.best["hbm_gib"], res.best["score"]),
+            sorted((r["chip"], r["hbm_gib"], r["status"], round(r["score"], 12)) for r in rows))
+
+
+def _ray_task_pids() -> list[int]:
+    """PIDs of Ray workers running one of our tasks (Ray titles a busy worker "ray::<function>")."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                cmd = Path(f"/proc/{d}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if cmd.startswith(b"ray::_call"):
+                out.append(int(d))
+    return out
+
+
+def test_ray_gives_the_local_pool_answer(local_ray, pool_result, tmp_path):
+    res = run_search(spec(), str(tmp_path / "ray.db"), workers=2, backend="ray", quiet=True, prune=False)
+    assert _answer(res) == _answer(pool_result)
+    assert res.counts["exact"] == pool_result.counts["exact"] > 0
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds Ray workers through /proc")
+def test_a_ray_worker_killed_mid_run_does_not_change_the_answer(local_ray, pool_result, tmp_path):
+    path = tmp_path / "ray-killed.db"
+    killed, refused = [], []
+    stop = threading.Event()
+
+    def killer():
+        while not stop.is_set() and not killed:
+            pids = _ray_task_pids()
+            if pids:
+                try:  # a second writer is refused while the driver (this process) writes
+                    Store.open(path, spec().fingerprint(), True)
+                except StoreError as err:
+                    refused.append(str(err))
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.05)
+
+    t = threading.Thread(target=killer)
+    t.start()
+    try:
+        res = run_search(spec(), str(path), workers=2, backend="ray", quiet=True, prune=False)
+    finally:
+        stop.set()
+        t.join()
+    assert killed, "no Ray worker was caught running a task"
+    assert _answer(res) == _answer(pool_result)
+    assert refused and f"process {os.getpid()}" in refused[0]

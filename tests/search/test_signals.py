@@ -1,0 +1,82 @@
+"""Signals, tested by PID on the real `phaze search`: SIGTERM ends it like Ctrl-C (one line, exit 143, no
+worker left); after a SIGKILL of the search its workers notice within seconds and exit."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from phaze.search.executor import PARENT_POLL_S
+
+PHAZE = str(Path(sys.executable).parent / "phaze")
+# the paper's default co-search of gpt2-xl: long enough (minutes) to be caught with its workers running
+SEARCH = [PHAZE, "search", "--model", "gpt2-xl", "--workers", "2", "--quiet", "--json"]
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads process state from /proc")
+
+
+def _state_and_ppid(pid: int) -> tuple[str, int] | None:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    except OSError:
+        return None
+    return fields[0].decode(), int(fields[1])
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            s = _state_and_ppid(int(d))
+            if s is not None and s[1] == pid:
+                out.append(int(d))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    s = _state_and_ppid(pid)
+    return s is not None and s[0] not in ("Z", "X")
+
+
+def _start_with_workers(tmp_path) -> tuple[subprocess.Popen, list[int]]:
+    p = subprocess.Popen(SEARCH + ["--store", str(tmp_path / "s.db")], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # two workers (plus multiprocessing's resource tracker)
+        kids = _children(p.pid)
+        if len(kids) >= 3:
+            time.sleep(1.0)  # let the workers start their tasks
+            return p, _children(p.pid)
+        assert p.poll() is None, p.stderr.read()
+        time.sleep(0.2)
+    p.kill()
+    raise AssertionError("the search started no workers within 120 s")
+
+
+def _wait_gone(pids: list[int], within_s: float) -> list[int]:
+    deadline = time.time() + within_s
+    while time.time() < deadline and any(_alive(k) for k in pids):
+        time.sleep(0.1)
+    return [k for k in pids if _alive(k)]
+
+
+def test_sigterm_is_one_line_exit_143_and_leaves_no_worker(tmp_path):
+    p, kids = _start_with_workers(tmp_path)
+    p.send_signal(signal.SIGTERM)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 143
+    assert err.strip().splitlines() == ["phaze: terminated (SIGTERM); finished results are kept (use --resume "
+                                        "where supported)"], err
+    assert _wait_gone(kids, 10) == []
+
+
+def test_workers_exit_within_seconds_of_a_sigkill_of_the_search(tmp_path):
+    p, kids = _start_with_workers(tmp_path)
+    p.kill()
+    p.wait()
+    t0 = time.time()
+    left = _wait_gone(kids, PARENT_POLL_S + 10)
+    assert left == [], f"workers {left} outlived their parent by {time.time() - t0:.1f} s"
