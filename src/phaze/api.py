@@ -534,6 +534,14 @@ def results(store: str, top: int | None = 10, model: str | None = None) -> list[
         s.close()
 
 
+def validate_chip():
+    """phaze's GEMM cycles on one tensor core vs ZigZag and SCALE-Sim over the shipped panel
+    (``phaze.validation.chip``; docs/chip-validation.md): a ChipValidationReport with per-case cycles and
+    signed errors, mean and max |error| per tool, and whether the goal (15% max, 5% mean vs ZigZag) is met."""
+    from phaze.validation.chip import validate_chip as run
+    return run()
+
+
 # Listings (zoo, presets and space, validation, model files) and reports and settings (HTML, assumption rows):
 # in phaze.api_info and phaze.api_report, re-exported here so `phaze.api` stays the one surface the CLI calls.
 from phaze.api_info import ZooEntry, arch, chip_file, model_file_text, models, validate  # noqa: E402

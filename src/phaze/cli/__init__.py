@@ -254,11 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_report)
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
-                                        "DGX H100), a table per source")
+                                        "DGX H100), a table per source; with --chip the GEMM latency vs ZigZag "
+                                        "and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
     p.add_argument("--held-out", action="store_true",
                    help="the shipped published runs the model is never tuned on, instead (default: off)")
+    p.add_argument("--chip", action="store_true",
+                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
+                        "shipped panel (docs/chip-validation.md) instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")
