@@ -62,7 +62,8 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
             from phaze.placement.power import plan_power
             tier = cluster.tier_for_group(res.best.plan.tp) if res.best.plan.tp > 1 else None
             pw = plan_power(m, chip, res.best, tier)
-            ref.update(power_w=pw["power_w"], bound_by=pw["bound"], time_by_bound_s=pw["time_by_bound_s"])
+            ref.update(power_w=pw["power_w"], bound_by=pw["bound"], time_by_bound_s=pw["time_by_bound_s"],
+                       glb_demand_Bps=pw["glb_demand_Bps"])
         except InfeasibleError as err:
             ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
         b = paper_baseline(m, chip, cluster, spec.global_batch)
