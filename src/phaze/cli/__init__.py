@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recompute", type=_str_list, default=None,
                    help="recompute modes, e.g. none,full (default: none,selective,full)")
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default: 5)")
+    p.add_argument("--cp", type=_int_list, default=None,
+                   help="context-parallel sizes to search, e.g. 1,2,4 (needs --attention flash) (default: 1)")
     p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
                                                 "(default: none)")
     p.set_defaults(func=c.cmd_plan)
@@ -252,11 +254,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=c.cmd_report)
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
-                                        "DGX H100), a table per source")
+                                        "DGX H100), a table per source; with --chip the GEMM latency vs ZigZag "
+                                        "and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
     p.add_argument("--held-out", action="store_true",
                    help="the shipped published runs the model is never tuned on, instead (default: off)")
+    p.add_argument("--chip", action="store_true",
+                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
+                        "shipped panel (docs/chip-validation.md) instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")

@@ -198,7 +198,7 @@ def cmd_plan(args) -> int:
                                                                 args.global_batch, args.cluster, args.mbs,
                                                                 args.recompute, args.seq, **_runtime_kw(args))))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
-                   args.recompute, args.seq, args.top, **_runtime_kw(args))
+                   args.recompute, args.seq, args.top, cp_values=args.cp, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
                                   args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
@@ -224,6 +224,8 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    if args.chip:
+        return _validate_chip(args)
     cases = "held-out" if getattr(args, "held_out", False) else args.cases
     r = api.validate(cases, quiet=args.quiet or args.json)
     tables = []
@@ -248,6 +250,31 @@ def cmd_validate(args) -> int:
         summary.append(("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%", ""))
     tables.append(table("summary", ["quantity", "mean |error|", "max |error|", "fits"], summary))
     return _out(args, r.to_dict(), *tables)
+
+
+def _validate_chip(args) -> int:
+    if args.cases or getattr(args, "held_out", False):
+        raise ConfigError("validate: --cases and --held-out are for the published measurements; --chip uses the "
+                          "shipped GEMM panel (drop one of them)")
+    r = api.validate_chip()
+
+    def cyc(v):
+        return "-" if v is None else f"{v:,.0f}"
+
+    def pct(v):
+        return "-" if v is None else f"{v:+.1f}%"
+
+    t1 = table(f"GEMM cycles on one tensor core: phaze vs ZigZag {r.tools.get('zigzag-dse', '?')} and "
+               f"SCALE-Sim {r.tools.get('scalesim', '?')}",
+               ["case", "M x K x N", "phaze", "ZigZag", "error", "SCALE-Sim", "error"],
+               [(c.name, f"{c.m}x{c.k}x{c.n}", cyc(c.phaze_cycles), cyc(c.zigzag_cycles), pct(c.zigzag_error_pct),
+                 cyc(c.scalesim_cycles), pct(c.scalesim_error_pct)) for c in r.cases])
+    goal = "met" if r.goal_met else "NOT met"
+    t2 = table("summary (goal: every case within 15% of ZigZag, mean within 5%: " + goal + ")",
+               ["tool", "cases", "mean |error|", "max |error|"],
+               [("ZigZag", r.zigzag_cases, f"{r.zigzag_mean_abs_pct:.1f}%", f"{r.zigzag_max_abs_pct:.1f}%"),
+                ("SCALE-Sim", r.scalesim_cases, f"{r.scalesim_mean_abs_pct:.1f}%", f"{r.scalesim_max_abs_pct:.1f}%")])
+    return _out(args, r.to_dict(), t1, t2)
 
 
 def _search_kw(args) -> dict:

@@ -34,8 +34,8 @@ def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: 
     tb = c.block.fwd_s + c.block.bwd_s
     S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
     opt = traffic_per_dev / p / hbm_Bps
-    base = S / v + (m - 1.0 / v) * S / p + opt
-    k = m - 1.0 / v - 1.0
+    base = st.iteration_s(S, S / p, opt, m, v)  # sum T >= S, max T >= S / p, max R >= opt
+    k = st.bottleneck_weight(m, v) - 1.0
     if isinstance(p, np.ndarray) or isinstance(sync_s, np.ndarray):  # one bound per p
         alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
         return np.where(np.asarray(sync_s) > 0, np.maximum(base, alt), base)

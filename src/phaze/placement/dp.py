@@ -103,7 +103,7 @@ class PartitionProblem:
     def __init__(self, c: LayerCosts, L: int, p: int, m: int, topo: st.Topology, capacity: float,
                  zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None) -> None:
         self.L, self.p, self.m, self.cap = L, p, m, capacity
-        self.beta = m - 1.0
+        self.beta = st.bottleneck_weight(m)
         args = (L, topo, zero1, overlap, hbm_Bps, row_cache)
         self.tb = c.block.fwd_s + c.block.bwd_s
         if p == 1:
@@ -194,7 +194,7 @@ class PartitionProblem:
             row = self.only
             if row.base_mem[L] + 1.0 * row.act[L] > self.cap:
                 return None
-            return PartitionSolution(float(row.T[L] + (self.m - 1) * row.T[L] + row.R[L]), (L,))
+            return PartitionSolution(float(st.iteration_s(row.T[L], row.T[L], row.R[L], self.m)), (L,))
         if self.p > L + 2:
             return None
         cases, generic = self._cases()
@@ -291,14 +291,14 @@ class PartitionProblem:
         """The iteration time of a partition (same formula as ``evaluate``); inf if it does not fit."""
         if self.p == 1:
             row = self.only
-            return float(row.T[self.L] * self.m + row.R[self.L])
+            return float(st.iteration_s(row.T[self.L], row.T[self.L], row.R[self.L], self.m))
         rows = self._rows()
         T = np.array([rows[i].T[b] for i, b in enumerate(blocks)])
         R = np.array([rows[i].R[b] for i, b in enumerate(blocks)])
         mem = np.array([rows[i].base_mem[b] + self.k[i] * rows[i].act[b] for i, b in enumerate(blocks)])
         if np.any(mem > self.cap):
             return np.inf
-        return float(T.sum() + self.beta * T.max() + R.max())
+        return float(st.iteration_s(T.sum(), T.max(), R.max(), self.m))
 
     def _solve_generic(self) -> PartitionSolution | None:
         """Fallback when the rows lack the structure used above: exact enumeration of (U, W) pairs with a

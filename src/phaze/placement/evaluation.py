@@ -133,7 +133,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
     pipeline = st.pipeline_time_s(T, m, v)
     tmax = max(T)
     tail_i = int(np.argmax(R))
-    iteration = pipeline + R[tail_i]
+    iteration = float(st.iteration_s(float(np.sum(T)), tmax, R[tail_i], m, v))
     mems = np.array([s.memory_bytes for s in stages])
     excess = mems - device.hbm_bytes
     worst = int(np.argmax(excess))

@@ -60,7 +60,7 @@ class MixedPartitionProblem:
                  capacity: float, zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None) -> None:
         self.modes = tuple(costs)
         self.L, self.p, self.m = L, p, m
-        self.beta = m - 1.0
+        self.beta = st.bottleneck_weight(m)
         self.evaluations = 0  # min-sum DP runs (for benchmarks and tests)
         M, n = len(self.modes), L + 1
         T, R, ok = np.empty((p, M, n)), np.empty((p, M, n)), np.empty((p, M, n), dtype=bool)
@@ -227,4 +227,4 @@ class MixedPartitionProblem:
         R = np.array([self.R[i, r[i], b] for i, b in enumerate(blocks)])
         if not (np.all(np.isfinite(T)) and np.all(np.isfinite(R))):
             return INF
-        return float(T.sum() + self.beta * T.max() + R.max())
+        return float(st.iteration_s(T.sum(), T.max(), R.max(), self.m))

@@ -19,6 +19,7 @@ import numpy as np
 
 from phaze.hardware.cluster import Cluster
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
+from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.plan import Plan
 
@@ -45,7 +46,7 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
           & (R[None, None] <= Ws[None, :, None, None]))  # [U, W, mode, device]
     t_sel = np.where(ok, T[None, None], np.inf).min(axis=2)  # fastest allowed mode per device
     m = plan_kw["num_microbatches"]
-    obj = t_sel.sum(axis=2) / v + (m - 1.0 / v) * Us[:, None] + Ws[None, :]
+    obj = st.iteration_s(t_sel.sum(axis=2), Us[:, None], Ws[None, :], m, v)
     if not np.isfinite(obj).any():
         return None
     u, w = np.unravel_index(int(np.argmin(obj)), obj.shape)

@@ -211,6 +211,9 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1):
     if not overlap:
         return sync_s
     bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
+    if np.ndim(sync_s) == 0 and np.ndim(bwd_s) == 0 and np.ndim(params) == 0:  # the scalar path, no numpy
+        share = min(1.0, bucket / params) if params > 0 else 0.0
+        return max(0.0, share * float(sync_s), float(sync_s) - float(bwd_s))
     p = np.asarray(params, dtype=float)
     share = np.where(p > 0, np.minimum(1.0, bucket / np.maximum(p, 1.0)), 0.0)
     out = np.maximum(share * sync_s, sync_s - bwd_s)
@@ -228,12 +231,24 @@ def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
     return min((pp - stage - 1) * 2 + (v - 1) * pp + 1, m * v) / v
 
 
+def bottleneck_weight(m: int, v: int = 1) -> float:
+    """How many times the slowest stage's T counts beyond sum T / v: m - 1/v (see ``iteration_s``)."""
+    return m - 1.0 / v
+
+
+def iteration_s(sum_T, max_T, max_R, m: int, v: int = 1):
+    """THE iteration-time formula every placement solver and ``evaluate`` use:
+    sum_i T_i / v + (m - 1/v) * max_i T_i + max_i R_i (T_i: stage i's fwd + bwd + sends per microbatch,
+    R_i: its exposed gradient sync + optimizer step). v = 1: 1F1B with heterogeneous stages (the first
+    microbatch through every stage, then m-1 more at the bottleneck's pace); v > 1: the interleaved bubble
+    (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2). Scalars or numpy arrays."""
+    return sum_T / v + bottleneck_weight(m, v) * max_T + max_R
+
+
 def pipeline_time_s(T, m: int, v: int):
-    """sum_i T_i / v + (m - 1/v) * max_i T_i. v = 1: 1F1B with heterogeneous stages (first microbatch
-    through every stage, then m-1 more at the bottleneck's pace); v > 1: the interleaved bubble
-    (p-1)/v * T for equal stages (Narayanan et al. 2021, sec. 2.2)."""
+    """The pipeline part of ``iteration_s`` (no R) for per-stage times T."""
     T = np.asarray(T, dtype=float)
-    return float(T.sum() / v + (m - 1.0 / v) * T.max())
+    return float(iteration_s(T.sum(), T.max(), 0.0, m, v))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,145 @@
+"""phaze's GEMM latency against ZigZag and SCALE-Sim on a panel of one-core GEMMs (``validate --chip``).
+
+The panel (``data/chip_panel.json``) was produced by ``scripts/chip_panel.py`` with both tools installed
+(docs/chip-validation.md: how each tool is configured, what each counts); this module only reads it, so
+the comparison runs without the tools. For each case the chip is built with the case's parameters by
+:func:`panel_accelerator` (one core, the case's array, buffers, GLB bandwidth and HBM rate) and the case's
+GEMM goes through ``phaze.cost.gemm_latency_s`` as it is; cycles = latency x clock.
+
+Goal (issue 10): every case within 15% of ZigZag's latency (memory stalls included), mean within 5%.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from importlib import resources
+
+from phaze.cost.gemm import gemm_latency_s
+from phaze.errors import ConfigError
+from phaze.hardware.accelerator import Accelerator
+from phaze.workload.ops import Gemm
+
+PANEL_FILE = "chip_panel.json"
+FREQ_HZ = 1.0e9  # cycles are what the tools report; any clock gives the same cycles
+GOAL_MAX_PCT = 15.0
+GOAL_MEAN_PCT = 5.0
+_GiB = 2**30
+
+
+@lru_cache(maxsize=1)
+def load_panel() -> dict:
+    """The packaged panel: tool versions, the command that made it, and the cases with each tool's cycles."""
+    text = resources.files("phaze.validation").joinpath("data", PANEL_FILE).read_text()
+    return json.loads(text)
+
+
+def panel_accelerator(case: dict) -> Accelerator:
+    """The phaze chip of a panel case: one tensor core of the case's array with its operand buffer and
+    accumulator, a GLB of the case's capacity delivering ``glb_bytes_per_cycle`` (banks of at most 64 B
+    ports), HBM at ``hbm_bytes_per_cycle``. Template fields this version of the Accelerator lacks are left
+    out (the paper's template has unlimited GLB bandwidth). The only place that maps a case onto the
+    template: change it when the template changes."""
+    have = {f.name for f in fields(Accelerator)}
+    bw = int(case["glb_bytes_per_cycle"])
+    width = min(bw, 64)
+    kw = dict(name=f"panel {case['name']}", num_tc=1, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
+              # one vector core of one lane: a panel case is one tensor core alone, and the chip model gives
+              # each core kind a fixed slice of the GLB/HBM bandwidth in proportion to its peak demand
+              # (phaze.cost.onchip); a 1-lane vector core leaves the tensor core 91-99% of it
+              num_vc=1, vc_width=1, glb_bytes=int(case["glb_bytes"]), hbm_bytes=32 * _GiB,
+              hbm_bandwidth_Bps=float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
+              bytes_per_element=int(case["bytes_per_element"]))
+    hierarchy = dict(glb_banks=max(1, bw // width), glb_bank_width_bytes=width,
+                     tc_operand_bytes=int(case["operand_buffer_bytes"]), tc_acc_bytes=int(case["accumulator_bytes"]),
+                     noc="crossbar", noc_link_bytes=bw)
+    kw.update({k: v for k, v in hierarchy.items() if k in have})
+    return Accelerator(**kw)
+
+
+@dataclass(frozen=True)
+class ChipCase:
+    name: str
+    source: str
+    rows: int
+    cols: int
+    m: int
+    k: int
+    n: int
+    glb_bytes_per_cycle: int
+    phaze_cycles: float
+    zigzag_cycles: float | None  # None: the tool run failed or was not run (see the panel file)
+    scalesim_cycles: float | None
+    zigzag_error_pct: float | None  # signed: (phaze - tool) / tool * 100
+    scalesim_error_pct: float | None
+
+
+@dataclass(frozen=True)
+class ChipValidationReport:
+    tools: dict
+    command: str
+    cases: tuple[ChipCase, ...]
+    zigzag_mean_abs_pct: float
+    zigzag_max_abs_pct: float
+    scalesim_mean_abs_pct: float
+    scalesim_max_abs_pct: float
+    zigzag_cases: int
+    scalesim_cases: int
+    goal_met: bool  # every case within GOAL_MAX_PCT of ZigZag and the mean within GOAL_MEAN_PCT
+
+    def to_dict(self) -> dict:
+        return {"tools": self.tools, "command": self.command,
+                "cases": [c.__dict__ for c in self.cases],
+                "zigzag_mean_abs_pct": self.zigzag_mean_abs_pct, "zigzag_max_abs_pct": self.zigzag_max_abs_pct,
+                "scalesim_mean_abs_pct": self.scalesim_mean_abs_pct,
+                "scalesim_max_abs_pct": self.scalesim_max_abs_pct,
+                "zigzag_cases": self.zigzag_cases, "scalesim_cases": self.scalesim_cases,
+                "goal": {"max_abs_pct": GOAL_MAX_PCT, "mean_abs_pct": GOAL_MEAN_PCT, "met": self.goal_met}}
+
+
+def phaze_cycles(case: dict) -> float:
+    """Cycles phaze predicts for the case's GEMM on :func:`panel_accelerator` (one core)."""
+    acc = panel_accelerator(case)
+    g = Gemm(name=case["name"], batch=int(case.get("batch", 1)), m=int(case["m"]), n=int(case["n"]),
+             k=int(case["k"]), bytes_per_element=int(case["bytes_per_element"]))
+    return float(gemm_latency_s(g, acc.as_arrays(), cores=1)[0]) * acc.freq_hz
+
+
+def _tool(case: dict, tool: str) -> float | None:
+    r = case.get(tool) or {}
+    c = r.get("cycles")
+    return float(c) if isinstance(c, (int, float)) and c > 0 else None
+
+
+def _err(pred: float, ref: float | None) -> float | None:
+    return None if ref is None else (pred - ref) / ref * 100.0
+
+
+def validate_chip(panel: dict | None = None) -> ChipValidationReport:
+    """phaze vs ZigZag vs SCALE-Sim cycles per panel case (default: the packaged panel), with signed %
+    errors, mean and max |error| per tool, and whether the ZigZag goal is met."""
+    panel = panel if panel is not None else load_panel()
+    try:
+        raw = panel["cases"]
+    except (KeyError, TypeError):
+        raise ConfigError("chip panel: expected a mapping with a 'cases' list (scripts/chip_panel.py writes it)") from None
+    out = []
+    for c in raw:
+        try:
+            p = phaze_cycles(c)
+            zz, ss = _tool(c, "zigzag"), _tool(c, "scalesim")
+            out.append(ChipCase(c["name"], c.get("source", ""), int(c["rows"]), int(c["cols"]), int(c["m"]),
+                                int(c["k"]), int(c["n"]), int(c["glb_bytes_per_cycle"]), p, zz, ss,
+                                _err(p, zz), _err(p, ss)))
+        except KeyError as e:
+            raise ConfigError(f"chip panel case {c.get('name', '?')!r}: missing field {e.args[0]!r}") from None
+    zerr = [abs(c.zigzag_error_pct) for c in out if c.zigzag_error_pct is not None]
+    serr = [abs(c.scalesim_error_pct) for c in out if c.scalesim_error_pct is not None]
+    zmean = sum(zerr) / len(zerr) if zerr else float("nan")
+    zmax = max(zerr, default=float("nan"))
+    return ChipValidationReport(
+        tools=dict(panel.get("tools", {})), command=str(panel.get("command", "")), cases=tuple(out),
+        zigzag_mean_abs_pct=zmean, zigzag_max_abs_pct=zmax,
+        scalesim_mean_abs_pct=sum(serr) / len(serr) if serr else float("nan"),
+        scalesim_max_abs_pct=max(serr, default=float("nan")), zigzag_cases=len(zerr), scalesim_cases=len(serr),
+        goal_met=bool(zerr) and len(zerr) == len(out) and zmax <= GOAL_MAX_PCT and zmean <= GOAL_MEAN_PCT)
