@@ -1,5 +1,6 @@
 """Cost every op of one GPT-3 175B transformer block (fwd + bwd; t=8, microbatch 1, seq 2048) on every
-candidate of the default design space (29,360 chips), for "one core" and "all cores", and print the time.
+candidate of the default design space (the chip template: 60,524 chips; the paper's 29,360 with --space paper),
+for "one core" and "all cores", and print the time.
 
 Goal (issue 2): under 2 s.  Run:  .venv/bin/python benchmarks/bench_cost.py
 Uses phaze.workload.graphs.layer_graph when available; otherwise builds the block's ops directly.
@@ -49,10 +50,13 @@ def block_ops() -> tuple[list, str]:
 
 
 def main() -> None:
+    import sys
+    from phaze.hardware.space import resolve_space
+    space = "paper" if "--space" in sys.argv and sys.argv[sys.argv.index("--space") + 1] == "paper" else "default"
     ops, source = block_ops()
     tier = get_cluster("dgx-a100").tier_for_group(TP)
     t0 = time.perf_counter()
-    cands = enumerate_space()
+    cands = enumerate_space(resolve_space(space))
     t1 = time.perf_counter()
     arch = cands.arch
     total = {"one core": np.zeros(len(arch)), "all cores": np.zeros(len(arch))}

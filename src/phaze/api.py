@@ -321,11 +321,13 @@ def _check_precision(acc: Accelerator, precision: str) -> None:
 def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
          cluster=None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
-         tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None):
+         tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
+         cp_values=None):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
-    ``memory_reserve_gib`` (default 3) is kept free on every device."""
+    ``memory_reserve_gib`` (default 3) is kept free on every device; ``cp_values`` (default: 1 only) the
+    context-parallel sizes to search."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
@@ -340,6 +342,17 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
             if r not in ("none", "selective", "full"):
                 raise ConfigError(f"--recompute: unknown mode {r!r}; use none, selective or full")
         kw["recompute_modes"] = tuple(recompute_modes)
+    if cp_values:
+        cps = tuple(cp_values)
+        if any(not isinstance(c, int) or c < 1 for c in cps):
+            raise ConfigError(f"--cp: context-parallel sizes must be positive integers, got {cps}")
+        if any(c > 1 for c in cps) and attention != "flash":
+            raise ConfigError("--cp above 1 needs --attention flash (ring attention is built on the fused kernel)")
+        bad = [c for c in cps if (seq_len or m.seq_len) % (2 * c)]
+        if bad:
+            raise ConfigError(f"--cp {bad[0]}: the sequence length {seq_len or m.seq_len} must be divisible by "
+                              f"2 x cp (load-balanced causal chunks)")
+        kw["cp_values"] = cps
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
                     overlap_dp=dp_overlap, memory_reserve_bytes=reserve, **kw)

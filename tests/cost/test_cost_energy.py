@@ -69,3 +69,6 @@ def test_plan_power_below_peak_and_time_split_adds_up():
     total = sum(p["time_by_bound_s"].values())
     assert total <= res.best.iteration_time_s * (1 + 1e-9) and total >= 0.95 * res.best.iteration_time_s
     assert p["bound"] in p["time_by_bound_s"]
+    # the GLB bytes it moves per second stay within the GLB's supply (ops slow down to fit their slices)
+    from phaze.search.explain import chip_facts
+    assert 0 < p["glb_demand_Bps"] <= chip_facts(TPU)["glb_bandwidth_Bps"]

@@ -79,3 +79,22 @@ def test_megatron_baseline_says_why_it_leaves_devices_idle():
     d = res.to_dict()
     assert d["best"]["devices_used"] <= d["best"]["devices_given"] == 1024
     assert next(b for b in d["baselines"] if b["name"] == "megatron")["devices_used"] == 896
+
+
+def test_plan_searches_context_parallelism_when_asked():
+    """cp in {1, 2, 4} is a superset of cp = 1: never slower; its CP plans evaluate to what the search found."""
+    base = api.plan("llama3-70b", "h100-80g", 256, 256, **RUNTIME)
+    wide = api.plan("llama3-70b", "h100-80g", 256, 256, cp_values=(1, 2, 4), **RUNTIME)
+    assert wide.best.iteration_time_s <= base.best.iteration_time_s * (1 + 1e-12)
+    cps = [e for e in (wide.best,) + wide.alternatives if e.plan.cp > 1]
+    assert cps, "the top plans should include a context-parallel one here"
+    for e in cps:
+        p = e.plan
+        again = api.evaluate_plan("llama3-70b", "h100-80g", 256, 256, tp=p.tp, pp=p.pp, dp=p.dp, cp=p.cp,
+                                  mbs=p.microbatch_size, interleave=p.interleave, recompute=p.recompute,
+                                  sequence_parallel=p.sequence_parallel, zero1=p.zero1, **RUNTIME)
+        if p.stages == again.plan.stages:  # balanced stages: the same plan
+            assert again.iteration_time_s == pytest.approx(e.iteration_time_s, rel=1e-9)
+        assert e.devices_used == p.tp * p.pp * p.cp * p.dp <= 256
+    with pytest.raises(Exception, match="flash"):
+        api.plan("llama3-70b", "h100-80g", 256, 256, cp_values=(2,), attention="standard")

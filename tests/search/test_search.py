@@ -180,3 +180,25 @@ def test_model_threshold_of_a_mean_score():
     assert _model_threshold(1.5, [0.7, 2.0], 0) == pytest.approx(3.0 * (1 - TIE_RTOL) - 2.0, rel=1e-15)
     assert _model_threshold(1.5, [0.7, 2.0], 1) == pytest.approx(3.0 * (1 - TIE_RTOL) - 0.7, rel=1e-15)
     assert _model_threshold(1.5, [3.0, 2.0], 1) == 0.0
+
+
+def test_objective_and_tdp_pruned_equal_brute_force(pruned_and_brute, tmp_path):
+    """perf-per-watt under a TDP: the pruned search equals brute force, the TDP leaves out exactly the chips
+    above it, and each score is the throughput ratio over the peak-power ratio (phaze.search.objective)."""
+    from phaze.hardware.power import peak_power_w
+    _, b, _ = pruned_and_brute
+    cands = enumerate_space(SPACE)
+    peak = peak_power_w(cands.arch)
+    tdp = float(sorted(peak)[len(peak) // 2])  # about half the chips stay
+    s = spec(objective="perf-per-watt", tdp_w=tdp)
+    a = run_search(s, str(tmp_path / "a.db"), workers=1, quiet=True)
+    c = run_search(s, str(tmp_path / "c.db"), workers=1, quiet=True, prune=False)
+    assert a.counts["chips"] == int((peak <= tdp).sum()) < len(cands)
+    assert (a.best["chip"], a.best["hbm_gib"]) == (c.best["chip"], c.best["hbm_gib"])
+    assert a.best["peak_power_w"] <= tdp
+    ref_peak = peak_power_w(SPACE.reference)
+    tput = a.best["outcomes"][0]["throughput_seq_per_s"]
+    ref = a.references[0]["best_seq_per_s"]
+    assert a.best["score"] == pytest.approx(tput / ref / (a.best["peak_power_w"] / ref_peak), rel=1e-9)
+    # the brute-force throughput run (no TDP) has a best chip at least as fast
+    assert b.best["outcomes"][0]["throughput_seq_per_s"] >= tput * (1 - 1e-12)

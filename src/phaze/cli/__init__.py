@@ -143,6 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recompute", type=_str_list, default=None,
                    help="recompute modes, e.g. none,full (default: none,selective,full)")
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default: 5)")
+    p.add_argument("--cp", type=_int_list, default=None,
+                   help="context-parallel sizes to search, e.g. 1,2,4 (needs --attention flash) (default: 1)")
     p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
                                                 "(default: none)")
     p.set_defaults(func=c.cmd_plan)

@@ -198,7 +198,7 @@ def cmd_plan(args) -> int:
                                                                 args.global_batch, args.cluster, args.mbs,
                                                                 args.recompute, args.seq, **_runtime_kw(args))))
     res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
-                   args.recompute, args.seq, args.top, **_runtime_kw(args))
+                   args.recompute, args.seq, args.top, cp_values=args.cp, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
                                   args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))

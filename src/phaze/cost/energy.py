@@ -71,6 +71,22 @@ def graph_energy_j(graph, arch: ArchArrays) -> np.ndarray:
     return total
 
 
+def graph_glb_bytes(graph, arch: ArchArrays) -> np.ndarray:
+    """GLB bytes (between the GLB and the cores) of every op of a layer graph on each chip."""
+    from phaze.cost.vector import activations_resident
+    from phaze.workload.ops import op_resource
+
+    resident = activations_resident(graph, arch)
+    total = np.zeros(len(arch))
+    for op in graph.ops:
+        kind = op_resource(op)
+        if kind == "tc":
+            total = total + gemm_terms(op, arch, arch.num_tc)["glb_bytes"]
+        elif kind == "vc":
+            total = total + vector_terms(op, arch, arch.num_vc, resident)["glb_bytes"]
+    return total
+
+
 def graph_time_by_bound(graph, arch: ArchArrays, tier=None) -> dict:
     """Per chip, the seconds of the layer's ops (each alone on all cores of its kind) by what bounds
     each op: compute, glb, hbm (its largest term) or network (collectives)."""

@@ -108,6 +108,22 @@ class Accelerator:
 _ARRAY_FIELDS = tuple(f.name for f in fields(Accelerator) if f.name != "name")
 
 
+def _slice_per_chip(v, idx, n: int):
+    """``v`` restricted to rows ``idx`` when it is made only of per-chip arrays (length ``n``): an array,
+    a dict of them, or a dataclass of them; None otherwise (then it is not carried over)."""
+    import dataclasses
+
+    if isinstance(v, np.ndarray):
+        return v[idx] if v.ndim == 1 and v.shape[0] == n else None
+    if isinstance(v, dict):
+        out = {k: _slice_per_chip(x, idx, n) for k, x in v.items()}
+        return out if out and all(x is not None for x in out.values()) else None
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        vals = {f.name: _slice_per_chip(getattr(v, f.name), idx, n) for f in dataclasses.fields(v)}
+        return dataclasses.replace(v, **vals) if all(x is not None for x in vals.values()) else None
+    return None
+
+
 @dataclass(frozen=True)
 class ArchArrays:
     """Struct-of-arrays over N accelerators: every field of ``Accelerator`` (but name) as a 1-D array
@@ -159,8 +175,19 @@ class ArchArrays:
         return cls(**cols)
 
     def select(self, idx) -> "ArchArrays":
-        """Rows ``idx`` (an index array or boolean mask) as a new ArchArrays."""
-        return ArchArrays(**{f: getattr(self, f)[idx] for f in _ARRAY_FIELDS})
+        """Rows ``idx`` (an index array or boolean mask) as a new ArchArrays; derived per-chip figures
+        already computed (``memo``) are sliced along, not recomputed."""
+        out = ArchArrays(**{f: getattr(self, f)[idx] for f in _ARRAY_FIELDS})
+        memo = self.__dict__.get("_memo")
+        if memo:
+            n = len(self)
+            kept = {}
+            for k, v in memo.items():
+                sv = _slice_per_chip(v, idx, n)
+                if sv is not None:
+                    kept[k] = sv
+            out.__dict__["_memo"] = kept
+        return out
 
     def accelerator(self, i: int, name: str | None = None) -> Accelerator:
         """Row ``i`` as a scalar Accelerator."""

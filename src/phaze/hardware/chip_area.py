@@ -58,9 +58,29 @@ def _cap(c, banks, width) -> np.ndarray:
     return np.maximum(np.asarray(c, np.int64), least)
 
 
+def _macro_unique(cap, banks, width, ports):
+    """``sram_macro`` evaluated once per distinct (capacity, banks, width, ports) and spread back: a space of
+    ~10^5 chips has a few dozen distinct macros per role."""
+    from phaze.hardware.sram import SramMacro, sram_macro
+
+    c, b, w, p = np.broadcast_arrays(*(np.asarray(v, np.int64) for v in (cap, banks, width, ports)))
+    if c.max(initial=0) < 2**31 and b.max(initial=0) < 2**7 and w.max(initial=0) < 2**10 and p.max(initial=0) < 4:
+        code = ((c * 2**7 + b) * 2**10 + w) * 4 + p  # exact: 31 + 7 + 10 + 2 bits
+        ucode, inv = np.unique(code, return_inverse=True)
+        uniq = (ucode // (4 * 2**10 * 2**7), ucode // (4 * 2**10) % 2**7, ucode // 4 % 2**10, ucode % 4)
+    else:  # values the table refuses anyway: let sram_macro say which
+        keys = np.stack((c, b, w, p))
+        uniq, inv = np.unique(keys, axis=1, return_inverse=True)
+    m = sram_macro(*uniq)
+    inv = np.asarray(inv).ravel()
+    return SramMacro(*(np.asarray(getattr(m, f), np.float64).reshape(-1)[inv]
+                       for f in ("area_mm2", "read_energy_j", "write_energy_j", "access_time_s", "cycle_time_s",
+                                 "leakage_w")))
+
+
 def sram_parts(arch: ArchArrays) -> dict:
     """The SRAM macros of each chip (results of ``sram_macro``) keyed by role: operand, acc, vc, glb."""
-    from phaze.hardware.sram import sram_macro
+    sram_macro = _macro_unique
 
     def build(a: ArchArrays) -> dict:
         e = np.asarray(a.bytes_per_element, np.int64)

@@ -72,7 +72,7 @@ def sram_leakage_w(arch: ArchArrays) -> np.ndarray:
 def peak_power_w(arch: ArchArrays | Accelerator):
     """Peak (design) power in W of each chip with the hierarchy (NaN for the paper's template, whose
     SRAMs and network are not described); a float for one Accelerator."""
-    from phaze.cost.onchip import glb_supply_bytes_per_cycle
+    from phaze.hardware.supply import glb_supply_bytes_per_cycle
 
     one = isinstance(arch, Accelerator)
     a = arch.as_arrays() if one else arch

@@ -25,7 +25,7 @@ import heapq
 import math
 import time
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, NamedTuple
 
 import numpy as np
 
@@ -63,58 +63,88 @@ class Candidate:
     costs: LayerCosts | Mapping[str, LayerCosts]
 
 
-def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
-                          global_batch: int, device: DeviceSpec, *, devices: int | None = None,
-                          interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
-                          overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
-                          cutoff_s: float = math.inf, per_stage_recompute: bool = False
-                          ) -> tuple[list[Candidate], SearchStats, str]:
-    """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
-    TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute), all
-    d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call this per chip.
-    Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty.
-    ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
-    its incumbent); candidates may then be empty although some plan fits.
-    ``per_stage_recompute``: also search v = 1 plans whose pipeline stages each pick their own mode among
-    the settings that differ only in recompute (``phaze.placement.mixed_dp``); each such combination
-    adds its best plan when that mixes modes (an all-one-mode optimum is its uniform combination's)."""
-    t0 = time.perf_counter()
-    N = devices or cluster.num_devices
-    L = num_blocks
-    B = global_batch
-    z_values = (zero1,) if isinstance(zero1, bool) else tuple(dict.fromkeys(zero1))
-    v_values = tuple(sorted(set(int(v) for v in interleave_values)))
-    cap = device.hbm_bytes
-    combos = []  # (lb, seq, setting, costs, d, p, v, z, m); costs: LayerCosts, or {mode: LayerCosts} (mixed)
-    considered = mixed_considered = 0
-    covered = 0.0
-    min_need = math.inf
-    topo_cache: dict = {}
-    p2p_cache: dict = {}
-    sync_cache: dict = {}
+class Combination(NamedTuple):
+    """One point of the plan space, visited in order of ``lower_bound_s``: a setting's costs (one LayerCosts,
+    or {mode: LayerCosts} when each pipeline stage picks its own recompute mode), d, p, v and ZeRO-1. ``order``
+    breaks ties by enumeration order (deterministic). A NamedTuple: 10^5 of them are built per search."""
 
-    def least_sends(c: LayerCosts, t: int, d: int) -> tuple[float, float]:
+    lower_bound_s: float
+    order: int
+    setting: TrainSetting
+    costs: LayerCosts | Mapping[str, LayerCosts]
+    dp: int
+    pp: int
+    interleave: int
+    zero1: bool
+    num_microbatches: int
+
+    @property
+    def mixed(self) -> bool:
+        return isinstance(self.costs, dict)
+
+    @property
+    def sync_ranks(self) -> int:
+        """Ranks holding the same weights: d x cp (gradient sync and ZeRO-1 shards)."""
+        return self.dp * self.setting.cp
+
+
+class _Shared:
+    """What the combinations of one search share, computed once: topologies, the cheapest pipeline sends of
+    a (t, ranks) shape, gradient-sync times, and the partition solvers' stage rows."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self._topo: dict = {}
+        self._sends: dict = {}
+        self.sync: dict = {}
+        self.rows: dict = {}  # stage rows of the partition solves (keyed by id: lives only in one search)
+
+    def topo(self, t: int, ranks: int, p: int) -> st.Topology:
+        key = (t, ranks, p)
+        topo = self._topo.get(key)
+        if topo is None:
+            topo = self._topo[key] = st.Topology.of(self.cluster, t, ranks, p)
+        return topo
+
+    def least_sends(self, c: LayerCosts, t: int, ranks: int) -> tuple[float, float]:
         E, Bk, H = c.embedding, c.block, c.head
-        key = (t, d, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
+        key = (t, ranks, Bk.boundary_fwd_bytes, E.boundary_fwd_bytes, Bk.boundary_bwd_bytes, H.boundary_bwd_bytes,
                st.scatter_gather(c))  # what the sends depend on
-        if key not in p2p_cache:
-            p2p_cache[key] = st.least_sends_s(c, cluster, t, d)
-        return p2p_cache[key]
+        hit = self._sends.get(key)
+        if hit is None:
+            hit = self._sends[key] = st.least_sends_s(c, self.cluster, t, ranks)
+        return hit
 
-    def sync_of(t: int, d: int, p: int, z: bool, grads_total: float, weights_total: float) -> float:
-        """The gradient sync of 1/p of the model over d replicas (cached)."""
-        skey = (t, d, p, z, grads_total, weights_total)
-        sync = sync_cache.get(skey)
+    def sync_of(self, t: int, ranks: int, p: int, z: bool, grads_total: float, weights_total: float) -> float:
+        """The gradient sync of 1/p of the model over ``ranks`` replicas."""
+        key = (t, ranks, p, z, grads_total, weights_total)
+        sync = self.sync.get(key)
         if sync is None:
-            topo = topo_cache.get((t, d, p))
-            if topo is None:
-                topo = topo_cache[(t, d, p)] = st.Topology.of(cluster, t, d, p)
-            sync = sync_cache[skey] = float(st.dp_sync_s(grads_total / p, weights_total / p, topo, z))
+            sync = self.sync[key] = float(st.dp_sync_s(grads_total / p, weights_total / p, self.topo(t, ranks, p), z))
         return sync
 
+
+@dataclass
+class _Counts:
+    considered: int = 0
+    mixed_considered: int = 0
+    solved: int = 0
+    mixed_solved: int = 0
+    covered: float = 0.0
+    min_need: float = math.inf  # the least per-device memory any combination needs (for the refusal)
+
+
+def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], L: int, B: int, N: int,
+                           device: DeviceSpec, shared: _Shared, v_values: tuple[int, ...],
+                           z_values: tuple[bool, ...], use_all_devices: bool, per_stage_recompute: bool,
+                           counts: _Counts) -> list[Combination]:
+    """Every (setting, d, p, v, ZeRO-1) combination whose whole-model memory can fit, with its lower bound
+    (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
+    cap = device.hbm_bytes
+    combos: list[Combination] = []
     for s, c, cb in combination_entries(costs_by_setting, per_stage_recompute, v_values):
         mixed = isinstance(c, dict)
-        mbs, t = s.microbatch_size, s.tp
+        mbs, t, cp = s.microbatch_size, s.tp, s.cp
         if B % mbs:
             continue
         tot = st.model_totals(cb, L)
@@ -122,123 +152,152 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         act_total, with_sync = tot.activation_bytes, not mixed or same_memory(c)
         grads_total, weights_total = tot.sync_grad_bytes, tot.sync_weight_bytes
         for d in divisors(B // mbs):
-            if t * d > N:
+            if t * cp * d > N:
                 break
-            m = B // (mbs * d)
+            m, r = B // (mbs * d), d * cp  # r: the ranks that hold the same weights
             if mixed:
-                sends = [least_sends(x, t, d) for x in c.values()]
+                sends = [shared.least_sends(x, t, r) for x in c.values()]
                 pf, pb = min(x[0] for x in sends), min(x[1] for x in sends)
             else:
-                pf, pb = least_sends(c, t, d)
-            p_max = min(L + 2, N // (t * d))
+                pf, pb = shared.least_sends(c, t, r)
+            p_max = min(L + 2, N // (t * r))
             for z in z_values:
-                static_total = tot.static_bytes(1.0 / d if z else 1.0)
-                tr = traffic / d if z else traffic
+                static_total = tot.static_bytes(1.0 / r if z else 1.0)
+                tr = traffic / r if z else traffic
                 if mixed:  # p >= 2 only, every p at once
                     ps = np.arange(2, p_max + 1)
                     if use_all_devices:
-                        ps = ps[ps * t * d == N]
+                        ps = ps[ps * t * r == N]
                     for v in v_values:
                         pv = ps if v == 1 else ps[(L % (ps * v) == 0) & (m % ps == 0)]
-                        mixed_considered += len(pv)
+                        counts.mixed_considered += len(pv)
                         pv = pv[(static_total + act_total) / pv <= cap]  # the model's memory spreads over p
-                        sync = (np.array([sync_of(t, d, p, z, grads_total, weights_total) for p in pv.tolist()])
-                                if d > 1 and with_sync and len(pv) else 0.0)
+                        sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pv.tolist()])
+                                if r > 1 and with_sync and len(pv) else 0.0)
                         lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync)
                         for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
-                            combos.append((lb, len(combos), s, c, d, p, v, z, m))
+                            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
                     continue
                 for p in range(1, p_max + 1):
-                    if use_all_devices and p * t * d != N:
+                    if use_all_devices and p * t * r != N:
                         continue
                     need = (static_total - (st.tied_static_bytes(cb) if p == 1 else 0.0) + act_total) / p
                     for v in v_values:
                         if v > 1 and (p < 2 or L % (p * v) or m % p):
                             continue
-                        considered += 1
-                        min_need = min(min_need, need)
+                        counts.considered += 1
+                        counts.min_need = min(counts.min_need, need)
                         if need > cap:  # the memory of the whole model cannot spread over p devices
                             continue
                         sync = 0.0
-                        if d > 1:  # (the cache looked up inline: this loop runs for every combination)
-                            sync = sync_cache.get((t, d, p, z, grads_total, weights_total))
+                        if r > 1:  # (the cache looked up inline: this loop runs for every combination)
+                            sync = shared.sync.get((t, r, p, z, grads_total, weights_total))
                             if sync is None:
-                                sync = sync_of(t, d, p, z, grads_total, weights_total)
+                                sync = shared.sync_of(t, r, p, z, grads_total, weights_total)
                         lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
-                        combos.append((lb, len(combos), s, c, d, p, v, z, m))
-    combos.sort(key=lambda x: (x[0], x[1]))
+                        combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+    return combos
+
+
+def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: DeviceSpec, shared: _Shared,
+                      overlap_dp: bool, cutoff_s: float, counts: _Counts) -> Candidate | None:
+    """The best plan of one combination (None: nothing fits, nothing beats ``cutoff_s``, or a per-stage
+    combination whose best uses one mode for all: its uniform combination has that plan). The four solvers:
+    per-stage modes with interleaving (fixed partition, ``mixed_interleaved``), per-stage modes without
+    (``mixed_dp``), one mode without interleaving (``dp``), one mode with interleaving (balanced, evaluated)."""
+    s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero1, k.num_microbatches
+    topo = shared.topo(s.tp, k.sync_ranks, p)
+    cap = device.hbm_bytes
+    kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
+              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, **plan_features(s, overlap_dp))
+    if k.mixed and v > 1:
+        counts.mixed_solved += 1
+        counts.covered += len(c) ** p
+        kw.pop("recompute")
+        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, **kw)
+        if found is None or isinstance(found[0].recompute, str):
+            return None
+        plan, obj = found
+        return Candidate(obj, plan, {r: c[r] for r in dict.fromkeys(plan.recompute)})
+    if k.mixed:
+        counts.mixed_solved += 1
+        counts.covered += math.comb(L + 1, p - 1) * len(c) ** p
+        msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, shared.rows).solve(cutoff_s)
+        if msol is None or msol.uniform:
+            return None
+        kw["recompute"] = msol.recompute
+        return Candidate(msol.objective_s, plan_from_blocks(msol.blocks, **kw), {r: c[r] for r in dict.fromkeys(msol.modes)})
+    counts.solved += 1
+    if v == 1:
+        counts.covered += math.comb(L + 1, p - 1) if p >= 2 else 1
+        sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, shared.rows).solve()
+        if sol is None:
+            return None
+        return Candidate(sol.objective_s, plan_from_blocks(sol.blocks, **kw), c)
+    counts.covered += 1
+    plan = Plan.balanced(L, p, interleave=v, **kw)
+    ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
+    return Candidate(ev.iteration_time_s, plan, c) if ev.fits else None
+
+
+def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float) -> str:
+    """One line: why no combination gave a plan."""
+    if counts.considered == 0:
+        return (f"no plan shape is possible: global batch {B} with these microbatch sizes and "
+                f"{N} devices gives no valid (t, p, d); change the batch, microbatch sizes or devices")
+    if counts.min_need > cap:
+        return (f"the model does not fit on {N} devices: even spread over the deepest pipeline it needs "
+                f"{counts.min_need / GiB:.1f} GiB per device > {cap / GiB:.1f} GiB; use more devices, "
+                f"recompute, ZeRO-1 or a larger HBM")
+    return (f"no plan fits in {cap / GiB:.1f} GiB per device on {N} devices (the memory of some "
+            f"stage always exceeds it); use more devices, recompute, ZeRO-1 or a larger HBM")
+
+
+def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
+                          global_batch: int, device: DeviceSpec, *, devices: int | None = None,
+                          interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
+                          overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
+                          cutoff_s: float = math.inf, per_stage_recompute: bool = False
+                          ) -> tuple[list[Candidate], SearchStats, str]:
+    """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
+    TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute, context
+    parallelism), all d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call
+    this per chip. Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty.
+    ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
+    its incumbent); candidates may then be empty although some plan fits.
+    ``per_stage_recompute``: also search v = 1 plans whose pipeline stages each pick their own mode among
+    the settings that differ only in recompute (``phaze.placement.mixed_dp``); each such combination
+    adds its best plan when that mixes modes (an all-one-mode optimum is its uniform combination's).
+    Steps: ``enumerate_combinations`` (with lower bounds), visit them in bound order, ``solve_combination``
+    until the bound cannot beat the k-th best plan found."""
+    t0 = time.perf_counter()
+    N = devices or cluster.num_devices
+    L, B = num_blocks, global_batch
+    z_values = (zero1,) if isinstance(zero1, bool) else tuple(dict.fromkeys(zero1))
+    v_values = tuple(sorted(set(int(v) for v in interleave_values)))
+    shared, counts = _Shared(cluster), _Counts()
+    combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, v_values, z_values, use_all_devices,
+                                    per_stage_recompute, counts)
+    combos.sort()  # by (lower bound, order): order is unique, so nothing else is compared
     K = max(1, top_k + 1)
     top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
-    solved = mixed_solved = 0
-    row_cache: dict = {}  # stage rows shared by the partition solves (keyed by id: lives only in this call)
-    for lb, sq, s, c, d, p, v, z, m in combos:
+    for k in combos:
         incumbent = -top[0][0] if len(top) >= K else math.inf
-        if lb >= incumbent or lb >= cutoff_s:
+        if k.lower_bound_s >= incumbent or k.lower_bound_s >= cutoff_s:
             break
-        key = (s.tp, d, p)
-        topo = topo_cache.get(key)
-        if topo is None:
-            topo = topo_cache[key] = st.Topology.of(cluster, s.tp, d, p)
-        kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
-                  sequence_parallel=s.sequence_parallel, zero1=z, **plan_features(s, overlap_dp))
-        if isinstance(c, dict) and v > 1:
-            mixed_solved += 1
-            covered += len(c) ** p
-            kw.pop("recompute")
-            found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, **kw)
-            if found is None or isinstance(found[0].recompute, str):
-                continue  # nothing fits, or one mode for all: the uniform combination has that plan
-            plan, obj = found
-            c = {r: c[r] for r in dict.fromkeys(plan.recompute)}
-        elif isinstance(c, dict):
-            mixed_solved += 1
-            covered += math.comb(L + 1, p - 1) * len(c) ** p
-            msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps,
-                                         row_cache).solve(min(incumbent, cutoff_s))
-            if msol is None or msol.uniform:
-                continue
-            kw["recompute"] = msol.recompute
-            plan, obj = plan_from_blocks(msol.blocks, **kw), msol.objective_s
-            c = {r: c[r] for r in dict.fromkeys(msol.modes)}
-        elif v == 1:
-            solved += 1
-            covered += math.comb(L + 1, p - 1) if p >= 2 else 1
-            sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, row_cache).solve()
-            if sol is None:
-                continue
-            plan = plan_from_blocks(sol.blocks, **kw)
-            obj = sol.objective_s
-        else:
-            solved += 1
-            covered += 1
-            plan = Plan.balanced(L, p, interleave=v, **kw)
-            ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
-            if not ev.fits:
-                continue
-            obj = ev.iteration_time_s
-        cand = Candidate(obj, plan, c)
-        item = (-obj, -sq, cand)
+        cand = solve_combination(k, L, B, cluster, device, shared, overlap_dp, min(incumbent, cutoff_s), counts)
+        if cand is None:
+            continue
+        item = (-cand.iteration_time_s, -k.order, cand)
         if len(top) < K:
             heapq.heappush(top, item)
-        elif obj < -top[0][0]:
+        elif cand.iteration_time_s < -top[0][0]:
             heapq.heapreplace(top, item)
     out = [x[2] for x in sorted(top, key=lambda x: (-x[0], -x[1]))]
-    stats = SearchStats(plans_considered=considered, plans_solved=solved, partitions_covered=covered,
-                        wall_time_s=time.perf_counter() - t0, mixed_considered=mixed_considered,
-                        mixed_solved=mixed_solved)
-    reason = ""
-    if not out:
-        if considered == 0:
-            reason = (f"no plan shape is possible: global batch {B} with these microbatch sizes and "
-                      f"{N} devices gives no valid (t, p, d); change the batch, microbatch sizes or devices")
-        elif min_need > cap:
-            reason = (f"the model does not fit on {N} devices: even spread over the deepest pipeline it needs "
-                      f"{min_need / GiB:.1f} GiB per device > {cap / GiB:.1f} GiB; use more devices, "
-                      f"recompute, ZeRO-1 or a larger HBM")
-        else:
-            reason = (f"no plan fits in {cap / GiB:.1f} GiB per device on {N} devices (the memory of some "
-                      f"stage always exceeds it); use more devices, recompute, ZeRO-1 or a larger HBM")
-    return out, stats, reason
+    stats = SearchStats(plans_considered=counts.considered, plans_solved=counts.solved,
+                        partitions_covered=counts.covered, wall_time_s=time.perf_counter() - t0,
+                        mixed_considered=counts.mixed_considered, mixed_solved=counts.mixed_solved)
+    return out, stats, ("" if out else nothing_fits_reason(counts, B, N, device.hbm_bytes))
 
 
 def best_plan_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
@@ -267,14 +326,16 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
              top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
              seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
              per_stage_recompute: bool = True, attention: str = "standard", precision: str = "fp16",
-             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, **cost_kw) -> PlanResult:
+             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, cp_values: Iterable[int] = (1,),
+             **cost_kw) -> PlanResult:
     """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
     ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
     never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
     give each pipeline stage its own mode. ZeRO-1 is searched (both choices) by default. ``attention``,
     ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
     features every plan runs with; ``memory_reserve_bytes`` is HBM no plan may use. Raises
-    InfeasibleError (one line) when nothing fits."""
+    InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
+    needs flash attention and a sequence divisible by 2 x cp; devices = t x p x cp x d)."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
@@ -293,17 +354,27 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
         # a flash kernel stores no score matrix: selective recompute keeps what "none" keeps and re-runs
         # nothing more, so its plans would repeat the "none" ones
         recompute_modes = tuple(r for r in recompute_modes if r != "selective")
+    cps = tuple(dict.fromkeys(int(c) for c in cp_values))
+    if any(c < 1 for c in cps):
+        raise ConfigError(f"context-parallel sizes must be positive, got {cps}")
+    if any(c > 1 for c in cps) and attention != "flash":
+        raise ConfigError("context parallelism needs flash attention (ring attention on the fused kernel)")
     costs: dict[TrainSetting, LayerCosts] = {}
     for mbs in microbatch_choices(model, microbatch_sizes):
         if global_batch % mbs:
             continue
         for t in tps:
             tier = cluster.tier_for_group(t, 1, "tp")
-            for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
-                for rc in recompute_modes:
-                    s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
-                                    tp_overlap=tp_overlap)
-                    costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, **cost_kw)
+            for cp in cps:
+                if t * cp > N:
+                    continue
+                cp_tier = cluster.tier_for_group(cp, t, "cp") if cp > 1 else None
+                for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
+                    for rc in recompute_modes:
+                        s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
+                                        tp_overlap=tp_overlap, cp=cp)
+                        costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer,
+                                                       cp_tier=cp_tier, **cost_kw)
     device = DeviceSpec.of(accelerator, memory_reserve_bytes)
     cands, stats, reason = best_plans_from_costs(
         costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,

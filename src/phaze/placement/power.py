@@ -31,16 +31,17 @@ def _graphs(model: ModelConfig, plan, mode: str):
 
 
 def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tier=None) -> dict:
-    """power_w (average over the iteration), energy_j (per device per iteration), peak_power_w, and
+    """power_w (average over the iteration), energy_j (per device per iteration), glb_demand_Bps (the
+    GLB bytes the device moves per second of its iteration, to read against its supply), peak_power_w, and
     time_by_bound_s {compute, glb, hbm, network, bubble, optimizer} with ``bound`` its largest entry.
     Power is None on chips without the on-chip hierarchy (not modelled)."""
-    from phaze.cost.energy import graph_energy_j, graph_time_by_bound
+    from phaze.cost.energy import graph_energy_j, graph_glb_bytes, graph_time_by_bound
     from phaze.hardware.power import peak_power_w, sram_leakage_w
 
     plan = ev.plan
     arch = accelerator.as_arrays()
     n_layers = model.num_layers + 2
-    energy, by = 0.0, {k: 0.0 for k in ("compute", "glb", "hbm", "network")}
+    energy, glb_bytes, by = 0.0, 0.0, {k: 0.0 for k in ("compute", "glb", "hbm", "network")}
     cache: dict = {}
     for i, chunk in enumerate(plan.stages):
         mode = plan.recompute_of(i % plan.pp)
@@ -48,15 +49,18 @@ def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tie
             g = _graphs(model, plan, mode)
             e = {kd: float(graph_energy_j(gr, arch)[0]) for kd, gr in g.items()}
             t = {kd: {k: float(v[0]) for k, v in graph_time_by_bound(gr, arch, tier).items()} for kd, gr in g.items()}
-            cache[mode] = (e, t)
-        e, t = cache[mode]
+            gb = {kd: float(graph_glb_bytes(gr, arch)[0]) for kd, gr in g.items()}
+            cache[mode] = (e, t, gb)
+        e, t, gb = cache[mode]
         counts = dict(zip(("embedding", "block", "head"), _layer_counts(chunk, n_layers)))
         for kind, cnt in counts.items():
             for d in ("fwd", "bwd"):
                 energy += cnt * e[(kind, d)]
+                glb_bytes += cnt * gb[(kind, d)]
                 for k in by:
                     by[k] += cnt * t[(kind, d)][k]
     energy *= plan.num_microbatches / plan.pp
+    glb_bytes *= plan.num_microbatches / plan.pp
     busy = sum(by.values())
     p2p = min(ev.p2p_s, ev.steady_s)  # the pipeline's sends are inside its stage times
     steady = ev.steady_s - p2p
@@ -66,6 +70,7 @@ def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tie
     time_by["optimizer"] = ev.optimizer_step_s
     hier = accelerator.has_hierarchy
     power = energy / ev.iteration_time_s + float(sram_leakage_w(arch)[0]) if hier and ev.iteration_time_s > 0 else None
-    return {"power_w": power, "energy_j": energy if hier else None,
+    glb_demand = glb_bytes / ev.iteration_time_s if hier and ev.iteration_time_s > 0 else None
+    return {"power_w": power, "energy_j": energy if hier else None, "glb_demand_Bps": glb_demand,
             "peak_power_w": float(peak_power_w(accelerator)) if hier else None,
             "time_by_bound_s": time_by, "bound": max(time_by, key=time_by.get)}

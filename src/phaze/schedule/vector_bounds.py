@@ -16,6 +16,17 @@ from phaze.schedule.problem import MIN_DURATION_S, topo_order
 from phaze.workload.ops import LayerGraph, op_resource
 
 
+def _with_more_than(arch: ArchArrays, kind: str, p: int, resident: np.ndarray):
+    """(indices, sub-ArchArrays, their residency) of the chips with more than ``p`` cores of ``kind``."""
+    def build(a: ArchArrays):
+        cap = np.asarray(a.num_tc if kind == "tc" else a.num_vc)
+        idx = np.flatnonzero(cap > p)
+        return idx, (a if len(idx) == len(a) else a.select(idx))
+
+    idx, sub = arch.memo(("more_than", kind, p), build)
+    return idx, sub, np.asarray(resident)[idx]
+
+
 def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
                       tp_tier: NetworkTier | None = None) -> tuple[np.ndarray, np.ndarray]:
     from phaze.cost import activations_resident, op_latency_s
@@ -42,10 +53,13 @@ def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
         best_d, best_w = full.copy(), full * cap
         p = 1
         while p < int(cap.max(initial=1)):
-            cores = np.where(p < cap, p, cap)  # mode p where it exists, else the all-cores mode again
-            lat = np.maximum(np.asarray(op_latency_s(op, arch, cores, resident=resident), dtype=float), MIN_DURATION_S)
-            best_d = np.minimum(best_d, lat)
-            best_w = np.minimum(best_w, lat * cores)
+            # mode p only on the chips that have more than p cores of this kind (the others' all-cores mode
+            # is already in); the sub-array is kept on ``arch`` so its derived data is computed once
+            idx, sub, sub_res = _with_more_than(arch, kind, p, resident)
+            if len(idx):
+                lat = np.maximum(np.asarray(op_latency_s(op, sub, p, resident=sub_res), dtype=float), MIN_DURATION_S)
+                best_d[idx] = np.minimum(best_d[idx], lat)
+                best_w[idx] = np.minimum(best_w[idx], lat * p)
             p *= 2
         d_min.append(best_d)
         d_all.append(full)

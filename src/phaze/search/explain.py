@@ -38,7 +38,8 @@ def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, glob
     ev = evaluate(plan, model, acc, cluster, global_batch)
     tier = cluster.tier_for_group(plan.tp) if plan.tp > 1 else None
     p = plan_power(model, acc, ev, tier)
-    return {"power_w": p["power_w"], "energy_j": p["energy_j"], "bound_by": p["bound"],
+    return {"power_w": p["power_w"], "energy_j": p["energy_j"], "glb_demand_Bps": p["glb_demand_Bps"],
+            "bound_by": p["bound"],
             "time_by_bound_s": p["time_by_bound_s"]}
 
 

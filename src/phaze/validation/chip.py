@@ -71,6 +71,9 @@ def panel_accelerator(case: dict) -> Accelerator:
     have = {f.name for f in fields(Accelerator)}
     bw = int(case["glb_bytes_per_cycle"])
     kw = dict(name=f"panel {case['name']}", num_tc=1, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
+              # one vector core of one lane: a panel case is one tensor core alone, and the chip model gives
+              # each core kind a fixed slice of the GLB/HBM bandwidth in proportion to its peak demand
+              # (phaze.cost.onchip); a 1-lane vector core leaves the tensor core 91-99% of it
               num_vc=1, vc_width=1, glb_bytes=int(case["glb_bytes"]), hbm_bytes=32 * _GiB,
               hbm_bandwidth_Bps=float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
               bytes_per_element=int(case["bytes_per_element"]))
