@@ -36,6 +36,8 @@ def test_rows_cover_every_chip_and_plan(tiny_run):
     assert by[("spotlight", "best")].evaluated == 15  # samples
     assert by[("phaze", "best")].evaluated >= 1 and by[("phaze", "best")].search_wall_s > 0
     assert by[("phaze", "best")].schedules_not_optimal == 0 and by[("spotlight", "best")].schedules_not_optimal == 0
+    for r in tiny_run.rows:  # the chip model has power: every chip with a fitting plan reports it
+        assert (r.power_w is not None and r.power_w > 0) == (r.throughput_seq_per_s > 0), r
 
 
 def test_cosearch_winner_is_at_least_the_spotlight_chip(tiny_run):
@@ -133,7 +135,11 @@ def test_search_baseline_spotlight_cli(tmp_path, cli, monkeypatch):
     res = json.loads(out)
     assert res["search"]["evaluated"] == 12 and res["best"]["throughput_seq_per_s"] > 0
     assert res["reference"]["model"] == "tiny"
-    code, out, err = cli(*base, "--objective", "edp")
+    code, out, err = cli(*base, "--objective", "edp", "--json")
+    assert code == 0, err
+    edp = json.loads(out)["search"]
+    assert edp["objective"] == "edp" and edp["value"] == pytest.approx(edp["energy_j"] * edp["latency_s"])
+    code, out, err = cli(*base, "--objective", "edp", "--space", "paper")
     assert code == 2 and "energy" in err and len(err.strip().splitlines()) == 1
     code, out, err = cli(*base, "--model", "gpt2-xl")
     assert code == 2 and "one --model" in err

@@ -66,8 +66,28 @@ def test_features_are_standardized_and_informative(reduced):
     assert np.allclose(x.mean(axis=0), 0, atol=1e-9) and np.allclose(x.std(axis=0), 1)
 
 
+def test_edp_objective_is_energy_times_latency(reduced):
+    """objective "edp": each sample's value is the pass's energy (phaze.cost.energy, summed here by hand
+    over embedding, 4 blocks and head) times its latency; the best chip minimises that product."""
+    from phaze.cost.energy import graph_energy_j
+    from phaze.workload.graphs import layer_graph
+
+    r = spotlight_search(TINY, reduced, seed=1, samples=15, objective="edp")
+    assert r.objective == "edp" and r.value == min(s.value for s in r.samples)
+    setting = one_chip_setting(TINY, 1)
+    for s in r.samples[:3]:
+        arch = reduced.arch.select([s.index])
+        e = sum((4 if k == "block" else 1) * float(graph_energy_j(layer_graph(TINY, setting, k, d), arch)[0])
+                for k in ("embedding", "block", "head") for d in ("fwd", "bwd"))
+        assert e > 0 and s.energy_j == pytest.approx(e, rel=1e-12)
+        assert s.value == pytest.approx(e * s.latency_s, rel=1e-12)
+        assert s.latency_s == pytest.approx(one_chip_latency(TINY, reduced.arch.accelerator(s.index), 1).latency_s)
+
+
 def test_bad_objective_and_budget_are_one_line_errors(reduced):
-    with pytest.raises(ConfigError, match="energy"):
-        spotlight_search(TINY, reduced, objective="edp")
+    from dataclasses import replace
+    paper = enumerate_space(replace(REDUCED, template="paper"))
+    with pytest.raises(ConfigError, match="energy"):  # the paper's template has no energy model
+        spotlight_search(TINY, paper, objective="edp")
     with pytest.raises(ConfigError, match="warm-up"):
         spotlight_search(TINY, reduced, samples=5, warmup=10)

@@ -118,18 +118,21 @@ def spotlight_tables(res) -> list:
                f"at microbatch {sp.microbatch_size})", ["field", "value"], [
                    ("chip", chip_text(sp.accelerator)), ("area", f"{sp.area_mm2:.1f} mm^2"),
                    ("latency of one pass over every layer", f"{sp.latency_s:.6g} s"),
+                   ("energy of that pass", "-" if sp.energy_j is None else f"{sp.energy_j:.6g} J"),
                    ("samples evaluated", f"{sp.evaluated} (seed {sp.seed})"),
                    ("layer schedules solved (not proven optimal)",
                     f"{sp.schedules_solved} ({sp.schedules_not_optimal})"),
                    ("search wall time", f"{sp.wall_time_s:.1f} s"),
                    ("with its plans, in all", f"{res.wall_time_s:.1f} s")], left=True)
     rows = [("spotlight", "best", f"{res.best['throughput_seq_per_s']:,.2f}", ratio(res.best["throughput_seq_per_s"]),
-             _fmt(res.best["hbm_gib"]), res.best["plan"]),
+             _fmt(res.best["power_w"], 3), _fmt(res.best["hbm_gib"]), res.best["plan"]),
             ("spotlight", "paper", f"{res.paper['throughput_seq_per_s']:,.2f}",
-             ratio(res.paper["throughput_seq_per_s"]), _fmt(res.paper["hbm_gib"]), res.paper["plan"]),
-            ("tpuv4-like", "best", f"{rt:,.2f}", ratio(rt), _fmt(ref["hbm_gib"]), ref["best_plan"]),
-            ("tpuv4-like", "paper", f"{ref['paper_seq_per_s']:,.2f}", ratio(ref["paper_seq_per_s"]),
+             ratio(res.paper["throughput_seq_per_s"]), _fmt(res.paper["power_w"], 3), _fmt(res.paper["hbm_gib"]),
+             res.paper["plan"]),
+            ("tpuv4-like", "best", f"{rt:,.2f}", ratio(rt), _fmt(ref.get("power_w"), 3), _fmt(ref["hbm_gib"]),
+             ref["best_plan"]),
+            ("tpuv4-like", "paper", f"{ref['paper_seq_per_s']:,.2f}", ratio(ref["paper_seq_per_s"]), "-",
              _fmt(ref["hbm_gib"]), ref["paper_plan"])]
     t2 = table("throughput against the TPUv4-like chip under its best plan",
-               ["chip", "plan", "seq/s", "vs TPUv4-like", "HBM GiB", "plan"], rows)
+               ["chip", "plan kind", "seq/s", "vs TPUv4-like", "power W", "HBM GiB", "plan"], rows)
     return [t1, t2]

@@ -47,21 +47,43 @@ def latency_bounds(model: ModelConfig, setting: TrainSetting, arch: ArchArrays) 
     return lower, upper
 
 
+def energy_j(model: ModelConfig, setting: TrainSetting, arch: ArchArrays) -> np.ndarray:
+    """[chip] energy of one forward + backward pass over every layer (``phaze.cost.energy``: every op on all
+    cores of its kind; energy does not depend on the schedule). NaN where the chip model has no energy
+    (chips of the paper's template)."""
+    from phaze.cost.energy import graph_energy_j
+
+    counts = layer_counts(model)
+    total = np.zeros(len(arch))
+    for j, (kind, direction) in enumerate(SLOTS):
+        total = total + counts[j] * graph_energy_j(layer_graph(model, setting, kind, direction), arch)
+    return total
+
+
 @dataclass(frozen=True)
 class OneChipLatency:
-    """The objective of one chip: ``latency_s`` = sum over slots of count x optimal makespan."""
+    """The objective of one chip: ``latency_s`` = sum over slots of count x optimal makespan; ``energy_j``
+    of the same pass (None when not asked for)."""
 
     latency_s: float
     slot_s: tuple[float, ...]  # optimal makespan per slot (order: SLOTS)
     schedules_solved: int  # slots that needed the per-layer solver (the others: bounds agreed)
     schedules_not_optimal: int  # of those, how many the solver did not prove optimal
+    energy_j: float | None = None
+
+    @property
+    def edp_js(self) -> float | None:
+        """Energy-delay product (J s) of one pass over every layer."""
+        return None if self.energy_j is None else self.energy_j * self.latency_s
 
 
 def one_chip_latency(model: ModelConfig, accelerator: Accelerator, microbatch_size: int = 1, *,
                      cache: ScheduleCache | None = None, time_limit_s: float = 1.0,
-                     bounds: tuple[np.ndarray, np.ndarray] | None = None) -> OneChipLatency:
+                     bounds: tuple[np.ndarray, np.ndarray] | None = None,
+                     with_energy: bool = False) -> OneChipLatency:
     """Forward + backward latency of every layer of ``model`` on ``accelerator`` (see the module doc).
-    ``bounds``: this chip's [slot] lower and upper bounds if already known (vectorized elsewhere)."""
+    ``bounds``: this chip's [slot] lower and upper bounds if already known (vectorized elsewhere);
+    ``with_energy``: also the pass's energy (for the energy-delay product)."""
     setting = one_chip_setting(model, microbatch_size)
     if bounds is None:
         lo, up = latency_bounds(model, setting, accelerator.as_arrays())
@@ -78,4 +100,5 @@ def one_chip_latency(model: ModelConfig, accelerator: Accelerator, microbatch_si
         not_optimal += sched.status != "optimal"
         slot_s.append(float(sched.makespan_s))
     total = float(np.dot(layer_counts(model), slot_s))
-    return OneChipLatency(total, tuple(slot_s), solved, not_optimal)
+    energy = float(energy_j(model, setting, accelerator.as_arrays())[0]) if with_energy else None
+    return OneChipLatency(total, tuple(slot_s), solved, not_optimal, energy)

@@ -83,8 +83,9 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
     from phaze.placement import optimize
     from phaze.placement.baseline_plans import paper_baseline
 
-    best = {"throughput_seq_per_s": 0.0, "iteration_time_s": None, "plan": "", "hbm_gib": None}
+    best = {"throughput_seq_per_s": 0.0, "iteration_time_s": None, "plan": "", "hbm_gib": None, "power_w": None}
     paper = dict(best)
+    best_ev = paper_ev = None
     reasons = []
     for gib in sorted(hbm_gib):
         acc = replace(accelerator, hbm_bytes=int(gib * GiB))
@@ -95,26 +96,39 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
                            baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
                            schedule_cache=cache, zero1=False)  # the co-search's plan space: no ZeRO-1
             if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
-                best = {"throughput_seq_per_s": res.best.throughput_seq_per_s,
-                        "iteration_time_s": res.best.iteration_time_s, "plan": res.best.plan.describe(),
-                        "hbm_gib": gib}
+                best.update(throughput_seq_per_s=res.best.throughput_seq_per_s,
+                            iteration_time_s=res.best.iteration_time_s, plan=res.best.plan.describe(), hbm_gib=gib)
+                best_ev = (acc, res.best)
         except InfeasibleError as err:
             reasons.append(str(err))
         b = paper_baseline(model, acc, cluster, spec.global_batch, schedule_cache=cache)
         if b.fits and b.evaluation.throughput_seq_per_s > paper["throughput_seq_per_s"]:
-            paper = {"throughput_seq_per_s": b.evaluation.throughput_seq_per_s,
-                     "iteration_time_s": b.evaluation.iteration_time_s, "plan": b.plan.describe(), "hbm_gib": gib}
+            paper.update(throughput_seq_per_s=b.evaluation.throughput_seq_per_s,
+                         iteration_time_s=b.evaluation.iteration_time_s, plan=b.plan.describe(), hbm_gib=gib)
+            paper_ev = (acc, b.evaluation)
         elif not b.fits and not paper["plan"]:
             paper["plan"] = b.reason
     if not best["plan"]:
         best["plan"] = f"none fits: {reasons[-1] if reasons else 'no plan'}"
+    for d, found in ((best, best_ev), (paper, paper_ev)):
+        if found is not None:
+            d["power_w"] = plan_power_w(model, found[0], found[1], cluster)
     return best, paper
+
+
+def plan_power_w(model, accelerator: Accelerator, evaluation, cluster) -> float | None:
+    """Average chip power over an iteration of an evaluated plan (None where the chip model has none)."""
+    from phaze.placement.power import plan_power
+
+    tp = evaluation.plan.tp
+    return plan_power(model, accelerator, evaluation, cluster.tier_for_group(tp) if tp > 1 else None)["power_w"]
 
 
 def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
                     quiet: bool, executor, prog: Progress) -> list[ReproduceRow]:
     cluster = get_cluster(spec.cluster, spec.devices)
-    res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}")
+    res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
+                     executor=executor)
     ref = res.references[0]
     ref_tput = ref["best_seq_per_s"]
     ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)
@@ -136,23 +150,32 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                              tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
                              None, None, None, None))
     pt = ref["paper_seq_per_s"]
-    rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, None, tpu_gib,
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area,
+                             _paper_power_w(model, tpu, spec, cluster) if pt > 0 else None, tpu_gib,
                              chip_text(tpu), ref["paper_plan"], spec.global_batch / pt if pt else None,
                              None, None, None, None))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")
     sp = spotlight_search(model, cands, seed=seed, samples=samples, executor=executor,
                           on_sample=lambda n: prog.update(n))
-    prog.done(f"best {sp.latency_s:.4g} s per pass, chip {sp.index}")
+    prog.done(f"best {sp.value:.4g} {'J s' if sp.objective == 'edp' else 's'} per pass, chip {sp.index}")
     prog.note(f"{model.name}: best and paper plans of the Spotlight-style chip on HBM "
               f"{'/'.join(map(str, spec.hbm_gib))} GiB")
     best, paper = chip_plans(model, sp.accelerator, spec, cluster, spec.hbm_gib, ScheduleCache())
     for kind, d in (("best", best), ("paper", paper)):
         rows.append(ReproduceRow(model.name, "spotlight", kind, d["throughput_seq_per_s"], ratio(d["throughput_seq_per_s"]),
-                                 sp.area_mm2, None, d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
+                                 sp.area_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
                                  sp.schedules_not_optimal))
     return rows
+
+
+def _paper_power_w(model, chip: Accelerator, spec: SearchSpec, cluster) -> float | None:
+    """Power of the reference chip under the paper's plan (evaluated again: the references keep numbers only)."""
+    from phaze.placement.baseline_plans import paper_baseline
+
+    b = paper_baseline(model, chip, cluster, spec.global_batch)
+    return plan_power_w(model, chip, b.evaluation, cluster) if b.fits else None
 
 
 def check_store(store_path: str, resume: bool) -> None:
@@ -248,7 +271,7 @@ def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLE
         prog.stage(f"spotlight {model.name}", samples, "samples")
         sp = spotlight_search(model, cands, seed=seed, samples=samples, objective=objective, executor=executor,
                               on_sample=lambda n: prog.update(n))
-        prog.done(f"best {sp.latency_s:.4g} s per pass")
+        prog.done(f"best {sp.value:.4g} {'J s' if objective == 'edp' else 's'} per pass")
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         prog.close()

@@ -124,9 +124,11 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0, namespace: str = "") -> SearchResult:
+               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
-    ``namespace`` when the file holds several searches, see ``Store.open``)."""
+    ``namespace`` when the file holds several searches, see ``Store.open``). ``executor``: a pool to use
+    (and leave running; its owner stops it) instead of one of its own, so several searches share its
+    workers' schedule caches."""
     t0 = time.perf_counter()
     cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
     cands = enumerate_space(spec.space)
@@ -136,11 +138,14 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     weights = chip_weights(spec.objective, cands, spec.space.reference)
     for m in spec.models:
         spec.settings(m)
-    executor = make_executor(backend, workers, address)  # a missing Ray fails here, before the store exists
+    own = executor is None
+    if own:
+        executor = make_executor(backend, workers, address)  # a missing Ray fails here, before the store exists
     try:
         store = Store.open(store_path, spec.fingerprint(), resume, namespace)
     except BaseException:
-        abort(executor)
+        if own:
+            abort(executor)
         raise
     prog = Progress(quiet, prefix="phaze search")
     finished = False
@@ -186,7 +191,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 top = sub.rows(top=1)
                 if top:
                     per_model.append({"model": m.name, **top[0]})
-        executor.shutdown(wait=True)
+        if own:
+            executor.shutdown(wait=True)
         finished = True
         rows = store.rows(status="exact")
         front = pareto_front(rows)
@@ -199,7 +205,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                   cands, cluster) for r in per_model]
             store.put_meta("explained", {"best": rows[0], "pareto": front, "per_model": per_model})
     finally:
-        if not finished:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
+        if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
         prog.close()
         store.close()

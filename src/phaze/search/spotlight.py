@@ -7,7 +7,8 @@ random candidates, rank them by the lower confidence bound mean - 1.0 x std of t
 evaluate the best 10, each pick replaced by a random one with probability 10%; the objective is the sum of
 the layer delays (or the energy-delay product) of one accelerator. Here: the same template, candidate list
 and area budget as the co-search, our cost model, and the objective of ``phaze.search.one_chip`` (forward
-+ backward latency of every layer at a fixed microbatch; no placement, memory capacity or network).
++ backward latency of every layer at a fixed microbatch; no placement, memory capacity or network), or with
+``objective="edp"`` that latency times the energy of the same pass (``phaze.cost.energy``).
 
 The Gaussian process is scikit-learn's ``GaussianProcessRegressor`` (Matern 5/2 with one length scale
 per feature, plus a white-noise term), fitted to log latency; every random draw comes from one
@@ -25,7 +26,7 @@ from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.space import CandidateSet
 from phaze.schedule import ScheduleCache
-from phaze.search.one_chip import OneChipLatency, latency_bounds, one_chip_latency, one_chip_setting
+from phaze.search.one_chip import OneChipLatency, energy_j, latency_bounds, one_chip_latency, one_chip_setting
 from phaze.workload.config import ModelConfig
 
 # Spotlight's settings (HPCA 2023, Sec. V "Methodology" / its released configuration): warm-up samples,
@@ -70,6 +71,8 @@ class Sample:
     index: int  # position in the candidate list
     latency_s: float
     how: str  # "warm-up", "model" (ranked by the GP) or "random" (the 10% random pick)
+    energy_j: float | None = None  # with objective "edp"
+    value: float = 0.0  # the objective: latency_s, or energy_j x latency_s (J s)
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,8 @@ class SpotlightResult:
     accelerator: Accelerator
     area_mm2: float
     latency_s: float
+    energy_j: float | None
+    value: float  # the objective of the best chip (latency s, or EDP J s)
     samples: tuple[Sample, ...]
     wall_time_s: float
     schedules_solved: int
@@ -91,12 +96,16 @@ class SpotlightResult:
     evaluated: int  # chips evaluated exactly (= len(samples))
 
 
+# a one-block model to probe whether a space's chips model energy (NaN: they do not)
+_PROBE = ModelConfig(name="probe", num_layers=1, hidden=64, heads=1, ffn=64, vocab=64, seq_len=8, max_tp=1)
+_PROBE_SETTING = one_chip_setting(_PROBE, 1)
 _CACHE = ScheduleCache()  # per process: identical layer problems met on several chips are solved once
 
 
 def _latency(model: ModelConfig, acc: Accelerator, mbs: int, lower: np.ndarray, upper: np.ndarray,
-             time_limit_s: float) -> OneChipLatency:
-    return one_chip_latency(model, acc, mbs, cache=_CACHE, time_limit_s=time_limit_s, bounds=(lower, upper))
+             time_limit_s: float, with_energy: bool = False) -> OneChipLatency:
+    return one_chip_latency(model, acc, mbs, cache=_CACHE, time_limit_s=time_limit_s, bounds=(lower, upper),
+                            with_energy=with_energy)
 
 
 class _Evaluator:
@@ -104,9 +113,10 @@ class _Evaluator:
     where they differ), on ``executor`` when given."""
 
     def __init__(self, model: ModelConfig, cands: CandidateSet, microbatch_size: int, executor,
-                 time_limit_s: float) -> None:
+                 time_limit_s: float, with_energy: bool = False) -> None:
         self.model, self.cands, self.mbs, self.executor, self.limit = model, cands, microbatch_size, executor, \
             time_limit_s
+        self.with_energy = with_energy
         self.setting = one_chip_setting(model, microbatch_size)
         self.results: dict[int, OneChipLatency] = {}
 
@@ -115,7 +125,7 @@ class _Evaluator:
         if todo:
             lo, up = latency_bounds(self.model, self.setting, self.cands.arch.select(np.asarray(todo)))
             args = [(self.model, self.cands.arch.accelerator(i, name=f"cand{i}"), self.mbs, lo[:, k], up[:, k],
-                     self.limit) for k, i in enumerate(todo)]
+                     self.limit, self.with_energy) for k, i in enumerate(todo)]
             if self.executor is None:
                 outs = [_latency(*a) for a in args]
             else:
@@ -141,21 +151,28 @@ def _fit_predict(x_train: np.ndarray, y_train: np.ndarray, x_pool: np.ndarray, s
 def _check(cands: CandidateSet, samples: int, warmup: int, objective: str) -> None:
     if objective not in OBJECTIVES:
         raise ConfigError(f"--objective {objective!r}: use latency or edp")
-    if objective == "edp":
-        raise ConfigError("--objective edp needs the energy of each layer, and this chip model has no energy or "
-                          "power yet; use --objective latency")
+    if objective == "edp" and len(cands) and np.isnan(energy_j(_PROBE, _PROBE_SETTING, cands.arch.select([0]))[0]):
+        raise ConfigError("--objective edp needs the energy of each layer, which the chips of this space do not "
+                          "model (the paper's template has no SRAM or network description); use the default "
+                          "space or --objective latency")
     if len(cands) == 0:
         raise ConfigError("the design space has no candidate under its area budget; raise --budget-mm2")
     if not (isinstance(samples, int) and samples > 0 and isinstance(warmup, int) and 0 < warmup <= samples):
         raise ConfigError(f"spotlight: need 0 < warm-up samples ({warmup}) <= samples ({samples})")
 
 
+def _sample(i: int, out: OneChipLatency, how: str, objective: str) -> Sample:
+    value = out.edp_js if objective == "edp" else out.latency_s
+    return Sample(int(i), out.latency_s, how, out.energy_j, float(value))
+
+
 def _result(model, objective, mbs, seed, cands, ev: _Evaluator, samples: list[Sample], t0: float) -> SpotlightResult:
-    best = min(samples, key=lambda s: (s.latency_s, float(cands.area_mm2[s.index]), s.index))
+    best = min(samples, key=lambda s: (s.value, float(cands.area_mm2[s.index]), s.index))
     outs = [ev.results[s.index] for s in samples]
     return SpotlightResult(model.name, objective, mbs, seed, best.index,
                            cands.arch.accelerator(best.index, name=f"spotlight-{model.name}"),
-                           float(cands.area_mm2[best.index]), best.latency_s, tuple(samples),
+                           float(cands.area_mm2[best.index]), best.latency_s, best.energy_j, best.value,
+                           tuple(samples),
                            time.perf_counter() - t0, sum(o.schedules_solved for o in outs),
                            sum(o.schedules_not_optimal for o in outs), len(samples))
 
@@ -173,14 +190,14 @@ def spotlight_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, 
     n = len(cands)
     budget = min(samples, n)
     feats = chip_features(cands)
-    ev = _Evaluator(model, cands, microbatch_size, executor, time_limit_s)
+    ev = _Evaluator(model, cands, microbatch_size, executor, time_limit_s, objective == "edp")
     tick = on_sample or (lambda k: None)
     done: list[Sample] = []
     seen = np.zeros(n, dtype=bool)
 
     def take(idx: list[int], how: list[str]) -> None:
         for i, h, out in zip(idx, how, ev.run(idx)):
-            done.append(Sample(int(i), out.latency_s, h))
+            done.append(_sample(i, out, h, objective))
             seen[i] = True
         tick(len(done))
 
@@ -190,7 +207,7 @@ def spotlight_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, 
         free = np.flatnonzero(~seen)
         pool = rng.choice(free, size=min(pool_size, free.size), replace=False)
         x = feats[[s.index for s in done]]
-        y = np.log([s.latency_s for s in done])
+        y = np.log([s.value for s in done])
         mu, sd = _fit_predict(x, y, feats[pool], seed)
         ranked = pool[np.lexsort((pool, mu - kappa * sd))]
         k = min(picks, budget - len(done))
@@ -212,5 +229,5 @@ def random_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, sam
     rng = np.random.default_rng(seed)
     ev = _Evaluator(model, cands, microbatch_size, executor, time_limit_s)
     idx = [int(i) for i in rng.choice(len(cands), size=min(samples, len(cands)), replace=False)]
-    done = [Sample(i, out.latency_s, "random") for i, out in zip(idx, ev.run(idx))]
+    done = [_sample(i, out, "random", "latency") for i, out in zip(idx, ev.run(idx))]
     return _result(model, "latency", microbatch_size, seed, cands, ev, done, t0)
