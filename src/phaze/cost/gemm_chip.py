@@ -91,19 +91,51 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.nda
     return cycles, glb
 
 
+def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
+    """Per chip, an integer naming its (R, C, operand buffer, accumulator): the only fields a core's cycles
+    and GLB traffic depend on (a space of ~10^5 chips has a few dozen); and how many there are."""
+    def build(a: ArchArrays):
+        code = np.zeros(len(a), np.int64)
+        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes"):
+            u, inv = np.unique(np.asarray(getattr(a, f)), return_inverse=True)
+            code = code * len(u) + inv.ravel()
+        u, inv = np.unique(code, return_inverse=True)
+        return inv.ravel(), len(u)
+
+    return arch.memo("core_kinds", build)
+
+
+def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
+    """_orient of both orientations, evaluated once per distinct (core kind, core count) and spread back."""
+    kinds, n_kinds = _core_kinds(arch)
+    cu, cinv = np.unique(c, return_inverse=True)
+    code = kinds * len(cu) + cinv.ravel()
+    ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
+    if len(ucode) * 2 > len(c):  # hardly any repetition: compute directly
+        sub, cs, inv = k, c, None
+    else:
+        sub = {key: v[first] for key, v in k.items()}
+        cs = c[first]
+    cyc1, glb1 = _orient(g, g.m, g.n, sub, cs)
+    if g.m == g.n:
+        cyc2, glb2 = cyc1, glb1
+    else:
+        cyc2, glb2 = _orient(g, g.n, g.m, sub, cs)
+    if inv is not None:
+        inv = inv.ravel()
+        cyc1, glb1, cyc2, glb2 = cyc1[inv], glb1[inv], cyc2[inv], glb2[inv]
+    return cyc1, glb1, cyc2, glb2
+
+
 def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
     """Per-chip terms of the module docstring: compute_s, glb_s, hbm_s, glb_bytes, hbm_bytes, latency_s
     (the faster orientation's), for chips that all have the hierarchy."""
     k = _chip_consts(arch)
-    c = np.asarray(cores, np.float64)
+    c = np.broadcast_to(np.asarray(cores, np.float64), (len(arch),))
     glb_bw = glb_bandwidth_Bps(arch, "tc", c)
     hbm_bytes = np.asarray(hbm_bytes, np.float64)
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
-    cyc1, glb1 = _orient(g, g.m, g.n, k, c)
-    if g.m == g.n:
-        cyc2, glb2 = cyc1, glb1
-    else:
-        cyc2, glb2 = _orient(g, g.n, g.m, k, c)
+    cyc1, glb1, cyc2, glb2 = _cycles_and_traffic(g, arch, k, c)
     c1, c2 = cyc1 * k["cycle_s"], cyc2 * k["cycle_s"]
     l1 = np.maximum(np.maximum(c1, glb1 / glb_bw), hbm_s)
     l2 = np.maximum(np.maximum(c2, glb2 / glb_bw), hbm_s)
