@@ -4,10 +4,10 @@
 Not run by the project or its tests (``phaze validate --chip`` reads the JSON). The two tools need numpy
 versions that clash, so each lives in its own scratch venv, and this driver calls them as subprocesses:
 
-    python3 -m venv /work/scratch-zz && /work/scratch-zz/bin/pip install zigzag-dse==3.9.1 six
-    python3 -m venv /work/scratch-ss && /work/scratch-ss/bin/pip install numpy==2.3.5 scalesim==3.0.0
-    python3 scripts/chip_panel.py --zigzag-python /work/scratch-zz/bin/python \\
-        --scalesim-python /work/scratch-ss/bin/python [--jobs 2]
+    python3 -m venv ../scratch-zz && ../scratch-zz/bin/pip install zigzag-dse==3.9.1 six
+    python3 -m venv ../scratch-ss && ../scratch-ss/bin/pip install numpy==2.3.5 scalesim==3.0.0
+    python3 scripts/chip_panel.py --zigzag-python ../scratch-zz/bin/python \\
+        --scalesim-python ../scratch-ss/bin/python [--jobs 2]
 
 A case is one tensor core (an R x C weight-stationary systolic array, 16-bit operands, fp32 partial sums)
 with the on-chip hierarchy of phaze's chip template, running one GEMM slice (M x K) @ (K x N):
@@ -294,8 +294,8 @@ def main() -> int:
     ap.add_argument("--worker", choices=["zigzag", "scalesim"], help=argparse.SUPPRESS)
     ap.add_argument("--stream", default="m", help=argparse.SUPPRESS)
     ap.add_argument("case", nargs="?", help=argparse.SUPPRESS)
-    ap.add_argument("--zigzag-python", default="/work/scratch-zz/bin/python")
-    ap.add_argument("--scalesim-python", default="/work/scratch-ss/bin/python")
+    ap.add_argument("--zigzag-python", default="../scratch-zz/bin/python")
+    ap.add_argument("--scalesim-python", default="../scratch-ss/bin/python")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "phaze_chip_panel_cache.json"))
     ap.add_argument("--merge-cache", action="append", default=[],
@@ -364,8 +364,8 @@ def main() -> int:
                        "SCALE-Sim (weight-stationary, user bandwidth); see docs/chip-validation.md",
         "tools": {"zigzag-dse": _tool_version(args.zigzag_python, "zigzag-dse"),
                   "scalesim": _tool_version(args.scalesim_python, "scalesim")},
-        "command": "python3 scripts/chip_panel.py --zigzag-python /work/scratch-zz/bin/python "
-                   "--scalesim-python /work/scratch-ss/bin/python",
+        "command": "python3 scripts/chip_panel.py --zigzag-python ../scratch-zz/bin/python "
+                   "--scalesim-python ../scratch-ss/bin/python",
         "cases": rows,
     }
     Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")

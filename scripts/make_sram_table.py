@@ -4,8 +4,8 @@
 Not run by the project or its tests: it needs the CACTI binary shipped inside the PyPI package ``zigzag-dse``,
 installed in a scratch venv (never in the project venv):
 
-    python3 -m venv /work/scratch-zz && /work/scratch-zz/bin/pip install zigzag-dse==3.9.1
-    /work/scratch-zz/bin/python scripts/make_sram_table.py [--jobs 2] [-o src/phaze/hardware/data/sram_cacti22nm.csv]
+    python3 -m venv ../scratch-zz && ../scratch-zz/bin/pip install zigzag-dse==3.9.1
+    ../scratch-zz/bin/python scripts/make_sram_table.py [--jobs 2] [-o src/phaze/hardware/data/sram_cacti22nm.csv]
 
 What a row means. A macro of ``capacity_bytes`` is ``banks`` independent banks of ``capacity_bytes / banks``
 each; every bank has ``ports`` read-write ports of ``width_bytes`` (one access moves ``width_bytes``), so the

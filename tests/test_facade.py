@@ -69,3 +69,19 @@ def test_shared_helpers_import_no_stage():
     for name in SHARED - {"hardware"}:
         for mod in _phaze_imports(SRC / f"{name}.py"):
             assert mod.split(".")[1] in SHARED - {"hardware", "progress"}, (name, mod)
+
+
+def test_no_absolute_machine_path_in_the_project():
+    """The project reads nothing by absolute path at run or test time, and its text names no machine's folders."""
+    root = SRC.parent.parent
+    marks = tuple("/" + m + "/" for m in ("work", "home", "root"))  # spelled so this file does not match
+    bad = []
+    for d in ("src", "tests", "docs", "benchmarks", "scripts"):
+        for f in (root / d).rglob("*"):
+            if f.suffix in (".py", ".md", ".yaml", ".yml", ".json", ".toml", ".txt") and "egg-info" not in str(f):
+                text = f.read_text(errors="replace")
+                bad += [f"{f.relative_to(root)}: {m}" for m in marks if m in text]
+    for f in ("README.md", "pyproject.toml", "Makefile"):
+        text = (root / f).read_text()
+        bad += [f"{f}: {m}" for m in marks if m in text]
+    assert bad == []

@@ -207,11 +207,15 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
 TP_CLUSTER_MIN_DEVICES = 8
 
 
-def _tp_tier(cluster: str | None, acc: Accelerator, tp: int):
-    """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates)."""
+def _tp_tier(cluster, acc: Accelerator, tp: int):
+    """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates); ``cluster``:
+    a name, a cluster file or a ``Cluster`` object."""
+    from phaze.hardware.cluster import Cluster
     from phaze.hardware.presets import get_cluster
 
-    return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp)
+    if isinstance(cluster, Cluster):
+        return cluster.tier_for_group(tp, 1, "tp")
+    return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp, 1, "tp")
 
 
 def default_cluster(acc: Accelerator) -> str:

@@ -152,6 +152,7 @@ def test_cluster_file_reproduces_the_preset_and_pins_collectives(tmp_path):
     ("tiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0}\ncollectives: {tp: z}", "'z'"),
     ("tiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0, efficiency: 2}", "efficiency"),
     ("devices: 8\ntiers:\n  - {name: a, bandwidth_Bps: 1e9, latency_s: 0}", "has 8"),
+    ("t: &t {name: a, bandwidth_Bps: 1e9, latency_s: 0}\ntiers: [*t]", "aliases"),
 ])
 def test_bad_cluster_file_is_one_line(tmp_path, text, needle):
     from phaze.errors import PhazeError

@@ -85,3 +85,67 @@ def test_a_ray_worker_killed_mid_run_does_not_change_the_answer(local_ray, pool_
     assert killed, "no Ray worker was caught running a task"
     assert _answer(res) == _answer(pool_result)
     assert refused and f"process {os.getpid()}" in refused[0]
+
+
+# Ray's own processes notice a dead driver by a health check: measured here, its workers were gone 3 s after
+# the SIGKILL and the last of its processes 61 s after (gcs, raylet, agents); this bound allows for load.
+RAY_LINGER_S = 180
+
+
+def _descendants(pid: int) -> set[int]:
+    parent = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                parent[int(d)] = int(Path(f"/proc/{d}/stat").read_bytes().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    out, frontier = set(), {pid}
+    while frontier:
+        frontier = {c for c, p in parent.items() if p in frontier} - out
+        out |= frontier
+    return out
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="follows processes through /proc")
+def test_a_local_ray_ends_with_a_sigkilled_search(tmp_path):
+    """The local Ray a search starts (GCS, raylet, workers) shares the search's fate: after a SIGKILL of the
+    search no Ray process is left (Ray's own driver-death handling; the store keeps every committed chip)."""
+    import subprocess
+    import sys
+
+    phaze = str(Path(sys.executable).parent / "phaze")
+    # the paper's default co-search of gpt2-xl: minutes long, so it is caught with Ray workers running
+    p = subprocess.Popen([phaze, "search", "--model", "gpt2-xl", "--backend", "ray", "--workers", "2", "--store",
+                          str(tmp_path / "s.db"), "--quiet", "--json"],
+                         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, family = time.time() + 120, set()
+    while time.time() < deadline and p.poll() is None:
+        family = _descendants(p.pid)
+        if any(_cmdline(k).startswith(b"ray::") for k in family):
+            break
+        time.sleep(0.2)
+    assert p.poll() is None, "the search ended before a Ray worker ran"
+    family = _descendants(p.pid)
+    p.kill()
+    p.wait()
+    t0 = time.time()
+    while time.time() < t0 + RAY_LINGER_S and any(_alive(k) for k in family):
+        time.sleep(0.5)
+    left = {k: _cmdline(k)[:40] for k in family if _alive(k)}
+    assert left == {}, f"{len(left)} Ray processes outlived the search by {time.time() - t0:.0f} s: {left}"

@@ -141,13 +141,13 @@ def cluster_from_mapping(data, source: str, num_devices: int | None = None) -> C
 
 
 def load_cluster_file(path: str, num_devices: int | None = None) -> Cluster:
-    """A Cluster from a YAML/JSON file (docs/cluster-file.md)."""
+    """A Cluster from a YAML/JSON file (docs/cluster-file.md); the file is read by ``phaze.fileio`` (size,
+    binary, nesting and YAML-alias limits: one line on any problem)."""
     from pathlib import Path
 
     from phaze.fileio import read_data_file
 
-    p = Path(path)
-    data = read_data_file(p, "cluster file")
+    data = read_data_file(path, "cluster file")
     if isinstance(data, dict):
-        data.setdefault("name", p.stem)
+        data.setdefault("name", Path(path).stem)
     return cluster_from_mapping(data, f"cluster file {path}", num_devices)

@@ -218,7 +218,7 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
                   ) -> ReproduceResult:
     """Every model of ``models`` (ModelConfigs) in the paper's setting (``spec_overrides`` change it, e.g.
     a smaller space in tests); rows committed per model as each finishes."""
-    from phaze.search.executor import make_executor
+    from phaze.search.executor import abort, make_executor
 
     check_store(store_path, resume)
     t0 = time.perf_counter()
@@ -255,6 +255,11 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
             finally:
                 meta.close()
             rows += mine
+    except BaseException:  # an error, Ctrl-C or SIGTERM: stop the workers now, not after their current tasks
+        if executor is not None:
+            abort(executor)
+            executor = None
+        raise
     finally:
         if executor is not None:
             executor.shutdown(wait=True, cancel_futures=True)
@@ -280,7 +285,7 @@ def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLE
     """The Spotlight-style search for the one model of ``spec`` over its space, then its chip's best plan
     (our exact placement and HBM choice) and the paper's fixed plan."""
     from phaze.errors import ConfigError
-    from phaze.search.executor import make_executor
+    from phaze.search.executor import abort, make_executor
     from phaze.search.spotlight import _check
 
     if len(spec.models) != 1:
@@ -297,6 +302,9 @@ def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLE
         sp = spotlight_search(model, cands, seed=seed, samples=samples, objective=objective, executor=executor,
                               on_sample=lambda n: prog.update(n))
         prog.done(f"best {sp.value:.4g} {'J s' if objective == 'edp' else 's'} per pass")
+    except BaseException:  # an error, Ctrl-C or SIGTERM: stop the workers now
+        abort(executor)
+        raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
         prog.close()

@@ -91,6 +91,24 @@ def _pid_alive(pid: int) -> bool:
         return True
 
 
+# How long opening a store waits for another process's write lock (SQLite's busy timeout); one chip's commit
+# holds it for milliseconds.
+BUSY_TIMEOUT_S = 30.0
+
+
+def _when_free(step):
+    """Run an SQLite step, retrying while the file is busy: switching a new file to WAL needs it alone, and
+    SQLite reports that conflict at once instead of waiting (up to BUSY_TIMEOUT_S in all)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) and "busy" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -133,6 +151,8 @@ def _check_phaze_store(path: str) -> None:
     except sqlite3.DatabaseError as err:
         raise StoreError(f"{path} is not a phaze search store ({err}); pass a store written by `phaze search`, or "
                          f"another --store") from None
+    if not tables:  # an SQLite file with nothing in it, e.g. a store another search is creating right now: the
+        return      # locked open decides (it waits for that search, then names it)
     ok = spec is not None and any(t.startswith("results") for t in tables)
     if ok:
         try:
@@ -193,11 +213,15 @@ class Store:
             _check_phaze_store(path)
         table, prefix = _namespaced(namespace)
         try:
-            con = sqlite3.connect(path, timeout=30, isolation_level=None)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.executescript(_SCHEMA + _TABLE.format(table=table))
-            con.execute("BEGIN IMMEDIATE")  # the lease and the parameters are read and written under one lock
+            con = sqlite3.connect(path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            _when_free(lambda: con.execute("PRAGMA journal_mode=WAL"))
+            # the schema, the lease and the parameters are read and written under one write lock, taken first
+            # (BEGIN IMMEDIATE waits for it), so two searches opening the same new file cannot interleave
+            _when_free(lambda: con.execute("BEGIN IMMEDIATE"))
             try:
+                for statement in (_SCHEMA + _TABLE.format(table=table)).split(";"):
+                    if statement.strip():
+                        con.execute(statement)
                 holder = Lease.read(con)
                 if holder is not None and holder.alive():
                     raise StoreError(f"store {path} is being written by {holder.describe()}; wait for it to end, or "

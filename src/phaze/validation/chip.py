@@ -34,15 +34,42 @@ def load_panel() -> dict:
     return json.loads(text)
 
 
+def glb_organisation(glb_bytes: int, bytes_per_cycle: int, freq_hz: float = FREQ_HZ) -> tuple[int, int]:
+    """(banks, bank width in bytes) with ``banks * width == bytes_per_cycle`` whose CACTI banks cycle fastest
+    (ties: fewer banks), as an architect would build a GLB of that bandwidth. When no organisation of the
+    table cycles at ``freq_hz`` the GLB delivers less than ``bytes_per_cycle`` (phaze's bank-rate term;
+    ZigZag's ports have no cycle time)."""
+    from phaze.hardware.sram import default_sram_table, sram_macro
+
+    t = default_sram_table()
+    best = None
+    for w in sorted({int(round(2 ** x)) for x in t.log_width}):
+        b = bytes_per_cycle // w
+        if b < 1 or b * w != bytes_per_cycle or b > 2 ** t.log_banks[-1]:
+            continue
+        try:
+            cycle = sram_macro(glb_bytes, b, w, 1).cycle_time_s
+        except ConfigError:  # CACTI builds no such bank
+            continue
+        key = (min(1.0, 1.0 / (cycle * freq_hz)), -b)
+        if best is None or key > best[0]:
+            best = (key, b, w)
+    if best is None:
+        raise ConfigError(f"chip panel: no GLB of {glb_bytes} B delivers {bytes_per_cycle} B/cycle from the "
+                          f"CACTI table's banks")
+    return best[1], best[2]
+
+
 def panel_accelerator(case: dict) -> Accelerator:
     """The phaze chip of a panel case: one tensor core of the case's array with its operand buffer and
-    accumulator, a GLB of the case's capacity delivering ``glb_bytes_per_cycle`` (banks of at most 64 B
-    ports), HBM at ``hbm_bytes_per_cycle``. Template fields this version of the Accelerator lacks are left
-    out (the paper's template has unlimited GLB bandwidth). The only place that maps a case onto the
-    template: change it when the template changes."""
+    accumulator, a GLB of the case's capacity whose banks deliver ``glb_bytes_per_cycle``
+    (:func:`glb_organisation`) through a crossbar link as wide, HBM at ``hbm_bytes_per_cycle``. The template
+    needs a vector core; it gets one lane, so the bandwidth slice it holds while idle (phaze.cost.onchip) is
+    small: 2 x 2 B against the tensor core's (R + C) x 2 B. Template fields this version of the Accelerator
+    lacks are left out (the paper's template has unlimited GLB bandwidth). The only place that maps a case
+    onto the template: change it when the template changes."""
     have = {f.name for f in fields(Accelerator)}
     bw = int(case["glb_bytes_per_cycle"])
-    width = min(bw, 64)
     kw = dict(name=f"panel {case['name']}", num_tc=1, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
               # one vector core of one lane: a panel case is one tensor core alone, and the chip model gives
               # each core kind a fixed slice of the GLB/HBM bandwidth in proportion to its peak demand
@@ -50,10 +77,10 @@ def panel_accelerator(case: dict) -> Accelerator:
               num_vc=1, vc_width=1, glb_bytes=int(case["glb_bytes"]), hbm_bytes=32 * _GiB,
               hbm_bandwidth_Bps=float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
               bytes_per_element=int(case["bytes_per_element"]))
-    hierarchy = dict(glb_banks=max(1, bw // width), glb_bank_width_bytes=width,
-                     tc_operand_bytes=int(case["operand_buffer_bytes"]), tc_acc_bytes=int(case["accumulator_bytes"]),
-                     noc="crossbar", noc_link_bytes=bw)
-    kw.update({k: v for k, v in hierarchy.items() if k in have})
+    if "glb_banks" in have:
+        banks, width = glb_organisation(int(case["glb_bytes"]), bw)
+        kw.update(glb_banks=banks, glb_bank_width_bytes=width, tc_operand_bytes=int(case["operand_buffer_bytes"]),
+                  tc_acc_bytes=int(case["accumulator_bytes"]), noc="crossbar", noc_link_bytes=bw)
     return Accelerator(**kw)
 
 
