@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from phaze.cost import activations_resident, gemm_hbm_bytes, gemm_terms, vector_terms
-from phaze.cost.onchip import glb_supply_bytes_per_cycle, share
+from phaze.cost.onchip import glb_bandwidth_Bps, glb_supply_bytes_per_cycle, share
 from phaze.hardware import Accelerator, ArchArrays
 from phaze.workload.ops import Gemm, LayerGraph, VectorOp
 
@@ -30,8 +30,13 @@ def test_double_buffered_weights_hand_computed():
     # 1024 accumulator rows: passes of 1024 and 576 rows; a tile costs max(rows, R) with the weight double
     # buffer; one exposed weight load (R) and one fill/drain (R + C - 2) per core:
     # 32 * (1024 + 576) + 128 + 254 = 51,582 cycles. (S=4096, T=1600 gives 13 * 4096 + 382 = 53,630.)
-    t = gemm_terms(G, chip(link=1 << 20, width=1 << 9).as_arrays(), 1)
-    assert t["compute_s"][0] == pytest.approx(51_582e-9, rel=1e-12)
+    # Plus the two ends at the op's GLB rate bw: the first 128x128 weight tile beyond its R cycles (none
+    # here: bw is large) and the last pass's 576 x 128 outputs drained after the last tile.
+    a = chip(link=1 << 20, width=1 << 9).as_arrays()
+    bw = glb_bandwidth_Bps(a, "tc", 1)[0]
+    t = gemm_terms(G, a, 1)
+    assert 128 * 128 * 2 / bw < 128e-9
+    assert t["compute_s"][0] == pytest.approx(51_582e-9 + 576 * 128 * 2 / bw, rel=1e-12)
     # GLB traffic of that orientation: inputs 1600*128*32*2, weights once (the 32 KiB panel fits the 64 KiB
     # operand buffer) 128*4096*2, outputs 1600*4096*2 bytes.
     assert t["glb_bytes"][0] == 1600 * 128 * 32 * 2 + 128 * 4096 * 2 + 1600 * 4096 * 2
@@ -42,8 +47,9 @@ def test_double_buffered_weights_hand_computed():
 def test_single_buffered_weights_pay_each_load():
     # operand buffer of one weight tile: a tile costs rows + R: 32 * (1152 + 704) + 382 = 59,774 cycles;
     # the other orientation: 13 * 4 * 1152 + 382 = 60,286
-    t = gemm_terms(G, chip(operand=128 * 128 * 2, link=1 << 20).as_arrays(), 1)
-    assert t["compute_s"][0] == pytest.approx(59_774e-9, rel=1e-12)
+    a = chip(operand=128 * 128 * 2, link=1 << 20).as_arrays()
+    t = gemm_terms(G, a, 1)
+    assert t["compute_s"][0] == pytest.approx(59_774e-9 + 576 * 128 * 2 / glb_bandwidth_Bps(a, "tc", 1)[0], rel=1e-12)
 
 
 def test_glb_bound_uses_the_slice_of_the_supply():
@@ -59,14 +65,16 @@ def test_glb_bound_uses_the_slice_of_the_supply():
 
 
 def test_accumulator_spill_and_k_split():
+    from phaze.cost.gemm_chip import _chip_consts, _orient
     g = Gemm("g", 1, 512, 128, 1024)  # 8 K tiles, one column block
-    big = gemm_terms(g, chip().as_arrays(), 1)
-    # an accumulator with no whole row of 128 fp32 sums spills every K tile's partial sums (write + read)
-    spill = gemm_terms(g, chip(acc=256).as_arrays(), 1)
-    extra = spill["glb_bytes"][0] - big["glb_bytes"][0]
-    # orientation S=512 rows (T=128): 2 * 8 tiles * 512 * 128 * 4 bytes extra; the other orientation
-    # (S=128, T=512) would spill 2 * 8 * 128 * 512 * 4: the same, so the extra is exact either way
-    assert extra == 2 * 8 * 512 * 128 * 4
+    one = np.ones(1)
+    big = _orient(g, 512, 128, _chip_consts(chip().as_arrays()), one)
+    # an accumulator with no whole row of 128 fp32 sums spills every K tile's partial sums (write + read):
+    # streaming the 512 rows against the 128 columns, 2 * 8 tiles * 512 * 128 * 4 bytes more GLB traffic
+    spill = _orient(g, 512, 128, _chip_consts(chip(acc=256).as_arrays()), one)
+    assert spill[1][0] - big[1][0] == 2 * 8 * 512 * 128 * 4
+    # and the latency (either orientation) pays for it
+    assert gemm_terms(g, chip(acc=256).as_arrays(), 1)["glb_bytes"][0] > gemm_terms(g, chip().as_arrays(), 1)["glb_bytes"][0]
     # M = 2 rows on 8 cores: one column block, 2 row parts, then K split 4 ways: each part's fp32 partial
     # sums are written and read back for the reduction: 2 * 4 * 2 * 128 * 4 bytes on top of the traffic
     g2 = Gemm("g2", 1, 2, 128, 1024)

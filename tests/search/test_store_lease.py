@@ -17,39 +17,50 @@ from test_search import spec
 
 FP = {"models": ["x"], "devices": 8}
 
-# A process that opens the store at a given instant, holds it for a while, and prints what happened.
+# A process that opens the store and holds it for a while, and prints what happened. With start = "stdin" it
+# first says "ready" (its imports done), opens when a line arrives on stdin and holds until stdin closes, so the
+# test can start two of them at the same instant however slow the machine is.
 OPENER = """
 import sys, time
 from phaze.errors import StoreError
 from phaze.search import Store
-path, start, hold = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
-while time.time() < start:
-    pass
+path, start, hold = sys.argv[1], sys.argv[2], float(sys.argv[3])
+if start == "stdin":
+    print("ready", flush=True)
+    sys.stdin.readline()
 try:
     s = Store.open(path, {"models": ["x"], "devices": 8}, True)
 except StoreError as err:
     print("refused:", err, flush=True)
     sys.exit(3)
 print("opened", flush=True)
-time.sleep(hold)
+if start == "stdin":
+    sys.stdin.read()
+else:
+    time.sleep(hold)
 s.close()
 """
 
 
-def _opener(path, start: float, hold: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(start), str(hold)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+def _opener(path, start, hold: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", OPENER, str(path), str(start), str(hold)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def test_two_searches_started_at_the_same_instant_one_writes(tmp_path):
     path = tmp_path / "new.db"
-    start = time.time() + 3.0  # both interpreters are up by then and spin until the same instant
-    a, b = _opener(path, start, 4.0), _opener(path, start, 4.0)
-    (out_a, err_a), (out_b, err_b) = a.communicate(timeout=120), b.communicate(timeout=120)
+    a, b = _opener(path, "stdin", 0), _opener(path, "stdin", 0)
+    for p in (a, b):
+        assert p.stdout.readline().strip() == "ready", p.stderr.read()
+    for p in (a, b):  # both are past their imports: release them together
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    first = {p.pid: p.stdout.readline().strip() for p in (a, b)}  # each has opened or been refused
+    outs = {p.pid: p.communicate(timeout=120) for p in (a, b)}  # closes stdin: the holder lets go
     codes = sorted([a.returncode, b.returncode])
-    assert codes == [0, 3], (out_a, err_a, out_b, err_b)
-    winner, loser_out = (a, out_b) if a.returncode == 0 else (b, out_a)
-    assert f"being written by process {winner.pid} on {socket.gethostname()}" in loser_out
+    assert codes == [0, 3], (first, outs)
+    winner, loser = (a, b) if a.returncode == 0 else (b, a)
+    assert f"being written by process {winner.pid} on {socket.gethostname()}" in first[loser.pid]
 
 
 def test_a_busy_store_is_refused_naming_its_holder_and_released_on_close(tmp_path):

@@ -25,7 +25,12 @@ inputs ``batch * S * K * ceil(T/C)`` (each column block reads the input panel), 
 ``batch * K * T * s * passes`` (once per row part and per pass unless the panel fits), outputs
 ``batch * S * T * e`` written once, plus the K-split reduction and accumulator spills in fp32.
 
-Time: compute = cycles / (f * matrix_efficiency); glb = traffic / the op's GLB bandwidth; hbm = the
+Ends of the GEMM: the first weight tile arrives at the op's GLB bandwidth (beyond the R cycles the
+compute count holds for it) and the last pass's outputs (``mb x C`` elements) drain from the accumulator
+to the GLB after the last tile; neither overlaps anything of this GEMM, so both add to its compute time
+(ZigZag's "onloading" and "offloading" name the same two ends).
+
+Time: compute = cycles / (f * matrix_efficiency) + the two ends; glb = traffic / the op's GLB bandwidth; hbm = the
 blocked HBM traffic of ``gemm_hbm_bytes`` / the op's HBM bandwidth (``phaze.cost.onchip``);
 latency = max(compute, glb, hbm) + op_overhead_s.
 """
@@ -59,7 +64,7 @@ def _cdiv(a, b):
     return np.ceil(np.asarray(a, np.float64) / b)
 
 
-def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     R, C = k["R"], k["C"]
     e = float(g.bytes_per_element)
     kt = _cdiv(g.k, R)
@@ -88,7 +93,8 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.nda
     glb = (b * e * S * g.k) * nt + (b * g.k * T * e) * s * w_loads + b * S * T * e
     glb = glb + np.where(q > 1, (2.0 * b * S * T * ACC_BYTES) * q, 0.0)
     glb = glb + np.where(spill, (2.0 * b * S * T * ACC_BYTES) * kt, 0.0)
-    return cycles, glb
+    last = np.where(rem > 0, rem, mb) * C * e  # the last pass's outputs, written back after the last tile
+    return cycles, glb, last
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
@@ -116,15 +122,12 @@ def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
     else:
         sub = {key: v[first] for key, v in k.items()}
         cs = c[first]
-    cyc1, glb1 = _orient(g, g.m, g.n, sub, cs)
-    if g.m == g.n:
-        cyc2, glb2 = cyc1, glb1
-    else:
-        cyc2, glb2 = _orient(g, g.n, g.m, sub, cs)
+    o1 = _orient(g, g.m, g.n, sub, cs)
+    o2 = o1 if g.m == g.n else _orient(g, g.n, g.m, sub, cs)
     if inv is not None:
         inv = inv.ravel()
-        cyc1, glb1, cyc2, glb2 = cyc1[inv], glb1[inv], cyc2[inv], glb2[inv]
-    return cyc1, glb1, cyc2, glb2
+        o1, o2 = tuple(x[inv] for x in o1), tuple(x[inv] for x in o2)
+    return o1, o2
 
 
 def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
@@ -135,8 +138,12 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     glb_bw = glb_bandwidth_Bps(arch, "tc", c)
     hbm_bytes = np.asarray(hbm_bytes, np.float64)
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
-    cyc1, glb1, cyc2, glb2 = _cycles_and_traffic(g, arch, k, c)
-    c1, c2 = cyc1 * k["cycle_s"], cyc2 * k["cycle_s"]
+    (cyc1, glb1, last1), (cyc2, glb2, last2) = _cycles_and_traffic(g, arch, k, c)
+    # exposed at the ends of the GEMM (nothing of it left to overlap with): the first weight tile arrives at
+    # the op's GLB rate (the compute cycles already hold R cycles for it) and the last pass's outputs drain
+    first = np.maximum(0.0, k["R"] * k["C"] * g.bytes_per_element / glb_bw - k["R"] * k["cycle_s"])
+    c1 = cyc1 * k["cycle_s"] + first + last1 / glb_bw
+    c2 = cyc2 * k["cycle_s"] + first + last2 / glb_bw
     l1 = np.maximum(np.maximum(c1, glb1 / glb_bw), hbm_s)
     l2 = np.maximum(np.maximum(c2, glb2 / glb_bw), hbm_s)
     take = l2 < l1

@@ -15,7 +15,7 @@ from phaze.report.tables import table
 
 COLUMNS = ("model", "role", "plan_kind", "throughput_seq_per_s", "ratio_to_tpuv4_like", "area_mm2", "power_w",
            "hbm_gib", "chip", "plan", "iteration_time_s", "search_wall_s", "evaluated", "schedules_solved",
-           "schedules_not_optimal")
+           "schedules_not_optimal", "bound_by", "area_split")
 SUFFIXES = (".md", ".csv", ".json")
 
 
@@ -34,13 +34,13 @@ def display_rows(rows) -> list[list[str]]:
     for r in rows:
         out.append([r.model, f"{r.role} ({r.plan_kind} plan)", f"{r.throughput_seq_per_s:,.2f}",
                     f"{r.ratio_to_tpuv4_like:.2f}x", f"{r.area_mm2:.1f}", _fmt(r.power_w, 3),
-                    _fmt(r.hbm_gib), r.chip, r.plan, "-" if r.search_wall_s is None else f"{r.search_wall_s:.1f} s",
-                    _fmt(r.evaluated)])
+                    _fmt(r.hbm_gib), r.chip, r.plan, _fmt(r.bound_by),
+                    "-" if r.search_wall_s is None else f"{r.search_wall_s:.1f} s", _fmt(r.evaluated)])
     return out
 
 
 HEADERS = ["model", "chip (plan)", "seq/s", "vs TPUv4-like", "area mm^2", "power W", "HBM GiB", "chip", "plan",
-           "search wall", "evaluated"]
+           "bound by", "search wall", "evaluated"]
 
 
 def reproduce_tables(result) -> list:
@@ -55,7 +55,7 @@ def reproduce_tables(result) -> list:
 
 
 def markdown(rows) -> str:
-    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---", "---", "---:", "---:"]
+    align = ["---", "---", "---:", "---:", "---:", "---:", "---:", "---", "---", "---", "---:", "---:"]
     lines = ["| " + " | ".join(HEADERS) + " |", "|" + "|".join(align) + "|"]
     for r in display_rows(rows):
         lines.append("| " + " | ".join(x.replace("|", "/") for x in r) + " |")

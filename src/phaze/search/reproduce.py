@@ -50,6 +50,9 @@ class ReproduceRow:
     evaluated: int | None
     schedules_solved: int | None  # layer schedules the chip search solved (proofs counted below)
     schedules_not_optimal: int | None
+    bound_by: str | None = None  # the largest share of the plan's iteration: compute, glb, hbm, network,
+    #                              bubble or optimizer (``phaze.placement.power``); None without a plan
+    area_split: str | None = None  # where the chip's area goes (compute, core SRAM, GLB, network)
 
 
 @dataclass(frozen=True)
@@ -65,8 +68,22 @@ class ReproduceResult:
 
 
 def chip_text(acc: Accelerator) -> str:
-    return (f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, "
-            f"GLB {acc.glb_bytes // MiB} MiB")
+    glb = f"GLB {acc.glb_bytes // MiB} MiB"
+    if acc.has_hierarchy:
+        glb += (f" ({acc.glb_banks} x {acc.glb_bank_width_bytes} B/cycle), TC buffers {acc.tc_operand_bytes // 1024}"
+                f"+{acc.tc_acc_bytes // 1024} KiB, {acc.noc} {acc.noc_link_bytes} B")
+    return f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, {glb}"
+
+
+def area_split(acc: Accelerator) -> str | None:
+    """Shares of the chip's area: compute (MACs and lanes), core SRAM (operand buffers, accumulators), GLB,
+    on-chip network (chips with the hierarchy; None for the paper's template)."""
+    if not acc.has_hierarchy:
+        return None
+    from phaze.hardware.chip_area import chip_area_breakdown_mm2
+
+    parts = {k: float(v[0]) for k, v in chip_area_breakdown_mm2(acc.as_arrays()).items()}
+    return ", ".join(f"{k.replace('_', ' ')} {parts[k] / parts['total']:.0%}" for k in ("compute", "core_sram", "glb", "noc"))
 
 
 def paper_spec(model, **overrides) -> SearchSpec:
@@ -111,17 +128,23 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
     if not best["plan"]:
         best["plan"] = f"none fits: {reasons[-1] if reasons else 'no plan'}"
     for d, found in ((best, best_ev), (paper, paper_ev)):
+        d["bound_by"] = None
         if found is not None:
-            d["power_w"] = plan_power_w(model, found[0], found[1], cluster)
+            pw = _power(model, found[0], found[1], cluster)
+            d["power_w"], d["bound_by"] = pw["power_w"], pw["bound"]
     return best, paper
 
 
 def plan_power_w(model, accelerator: Accelerator, evaluation, cluster) -> float | None:
     """Average chip power over an iteration of an evaluated plan (None where the chip model has none)."""
+    return _power(model, accelerator, evaluation, cluster)["power_w"]
+
+
+def _power(model, accelerator: Accelerator, evaluation, cluster) -> dict:
     from phaze.placement.power import plan_power
 
     tp = evaluation.plan.tp
-    return plan_power(model, accelerator, evaluation, cluster.tier_for_group(tp) if tp > 1 else None)["power_w"]
+    return plan_power(model, accelerator, evaluation, cluster.tier_for_group(tp) if tp > 1 else None)
 
 
 def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
@@ -142,18 +165,19 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                                  ratio(o["throughput_seq_per_s"]), b["area_mm2"], o.get("power_w"), b["hbm_gib"],
                                  chip_text(acc),
                                  o["plan"], o["iteration_time_s"], res.wall_time_s, res.counts["exact"],
-                                 res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal")))
+                                 res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal"),
+                                 o.get("bound_by"), area_split(acc)))
     tpu = spec.space.reference  # the TPUv4-like chip of the space's template
     tpu_area = float(area_mm2(tpu))
     tpu_gib = tpu.hbm_bytes / GiB
     rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.get("power_w"),
                              tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
-                             None, None, None, None))
+                             None, None, None, None, ref.get("bound_by"), area_split(tpu)))
     pt = ref["paper_seq_per_s"]
-    rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area,
-                             _paper_power_w(model, tpu, spec, cluster) if pt > 0 else None, tpu_gib,
+    pp = _paper_power(model, tpu, spec, cluster) if pt > 0 else {"power_w": None, "bound": None}
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, pp["power_w"], tpu_gib,
                              chip_text(tpu), ref["paper_plan"], spec.global_batch / pt if pt else None,
-                             None, None, None, None))
+                             None, None, None, None, pp["bound"], area_split(tpu)))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")
     sp = spotlight_search(model, cands, seed=seed, samples=samples, executor=executor,
@@ -166,16 +190,17 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
         rows.append(ReproduceRow(model.name, "spotlight", kind, d["throughput_seq_per_s"], ratio(d["throughput_seq_per_s"]),
                                  sp.area_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
-                                 sp.schedules_not_optimal))
+                                 sp.schedules_not_optimal, d["bound_by"], area_split(sp.accelerator)))
     return rows
 
 
-def _paper_power_w(model, chip: Accelerator, spec: SearchSpec, cluster) -> float | None:
-    """Power of the reference chip under the paper's plan (evaluated again: the references keep numbers only)."""
+def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
+    """Power and bound of the reference chip under the paper's plan (evaluated again: the references keep
+    numbers only)."""
     from phaze.placement.baseline_plans import paper_baseline
 
     b = paper_baseline(model, chip, cluster, spec.global_batch)
-    return plan_power_w(model, chip, b.evaluation, cluster) if b.fits else None
+    return _power(model, chip, b.evaluation, cluster) if b.fits else {"power_w": None, "bound": None}
 
 
 def check_store(store_path: str, resume: bool) -> None:
