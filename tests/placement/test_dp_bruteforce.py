@@ -1,4 +1,4 @@
-"""The partition DP and the plan search equal brute force over every plan on small instances."""
+"""The partition solver (one recompute mode: ``mixed_dp``'s one-mode case) and the plan search equal brute force over every plan on small instances."""
 from __future__ import annotations
 
 import math
@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st_
 
 from phaze.placement import stage as st
-from phaze.placement.dp import PartitionProblem
+from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.optimizer import best_plans_from_costs
@@ -42,7 +42,7 @@ def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap):
     cluster = two_tier_cluster(n=64, fast=2)
     topo = st.Topology.of(cluster, 1, d, p)
     dev = DeviceSpec(cap, 1e12, 1e15)
-    sol = PartitionProblem(c, L, p, m, topo, cap, zero1, overlap, dev.hbm_Bps).solve()
+    sol = MixedPartitionProblem({"none": c}, L, p, m, topo, cap, zero1, overlap, dev.hbm_Bps).solve()
     best, B = math.inf, m * d
     for bl in compositions(L, p):
         plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1)
@@ -58,20 +58,6 @@ def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap):
         plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1)
         ev = evaluate_costs(plan, c, cluster, B, dev, num_blocks=L, overlap_dp=overlap)
         assert ev.fits and math.isclose(ev.iteration_time_s, best, rel_tol=1e-9)
-
-
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(c=layer_costs(), L=st_.integers(1, 5), p=st_.integers(2, 6), m=st_.integers(1, 4),
-       cap=st_.floats(1e7, 5e8))
-def test_generic_fallback_agrees(c, L, p, m, cap):
-    if p > L + 2:
-        return
-    cluster = two_tier_cluster()
-    prob = PartitionProblem(c, L, p, m, st.Topology.of(cluster, 1, 2, p), cap, False, True, 1e12)
-    a, b = prob.solve(), prob._solve_generic()
-    assert (a is None) == (b is None)
-    if a is not None:
-        assert math.isclose(a.objective_s, b.objective_s, rel_tol=1e-9)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

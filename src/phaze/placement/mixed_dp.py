@@ -17,8 +17,10 @@ soon as the bound S(inf, inf) + (m-1) U + W (resp. S(U, inf) + (m-1) U + W) cann
 (or the caller's cutoff, so most combinations of a search end after one DP run). The least feasible
 bounds come from binary searches on a feasibility test that needs no DP when every stage's allowed block
 counts form an interval (sum of lows <= L <= sum of highs). No structural assumption (affine times,
-quasi-convex R) is needed, unlike ``phaze.placement.dp``. Interleaved plans (v > 1) have a fixed
-partition and are handled by ``phaze.placement.mixed_interleaved``.
+quasi-convex R) is needed. One recompute mode for every stage is the special case ``costs = {mode: c}``
+(the optimizer solves uniform v = 1 combinations so; it replaced a separate one-mode solver, same answers
+and no slower on benchmarks/bench_plan.py). Interleaved plans (v > 1) have a fixed partition and are
+handled by ``phaze.placement.mixed_interleaved``.
 """
 from __future__ import annotations
 
@@ -28,10 +30,50 @@ from typing import Mapping
 import numpy as np
 
 from phaze.placement import stage as st
-from phaze.placement.dp import kind_row
 from phaze.placement.layer_costs import LayerCosts
 
 INF = np.inf
+
+
+@dataclass
+class KindRow:
+    """One stage kind (first / middle / last / only) over block counts nb = 0..L."""
+
+    T: np.ndarray
+    R: np.ndarray
+    base_mem: np.ndarray  # static - tied + working
+    act: np.ndarray  # stashed activation per in-flight microbatch
+
+
+def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: int, topo: st.Topology,
+             zero1: bool, overlap: bool, hbm_Bps: float, cache: dict | None = None) -> KindRow:
+    """One stage kind over nb = 0..L. ``cache`` (a dict that must not outlive ``c``: it is keyed by id)
+    shares the parts that do not depend on p between the partition problems of one search."""
+    key = (id(c), e, h, has_prev, has_next, L, topo.pp_tier, topo.tp_tier, topo.dp, topo.dp_tier, zero1, hbm_Bps)
+    parts = cache.get(key) if cache is not None else None
+    if parts is None:
+        nb = np.arange(L + 1)
+        s = st.stage_sums(c, e, nb, h)
+        sends = np.zeros(L + 1)
+        if has_next:
+            sends = sends + st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier)
+        if has_prev:
+            sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
+        T = s.fwd_s + s.bwd_s + sends
+        tied = st.tied_static_bytes(c) if (e and h) else 0.0
+        base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
+        parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
+                 np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps), float), np.asarray(base, float),
+                 np.asarray(s.activation_bytes, float) * np.ones(L + 1), np.asarray(s.params, float) * np.ones(L + 1))
+        for x in parts:
+            x.setflags(write=False)
+        if cache is not None:
+            cache[key] = parts
+    T, sync, bwd_s, opt_s, base, act, params = parts
+    if e != h:
+        sync = sync + st.tied_sync_s(c, topo)
+    R = st.exposed_sync_s(sync, bwd_s, overlap, params, topo.dp) + opt_s
+    return KindRow(T, np.asarray(R, float) * np.ones(L + 1), base, act)
 
 
 @dataclass(frozen=True)
@@ -54,7 +96,7 @@ class MixedPartitionProblem:
     """The partition x per-stage recompute problem of one (setting without recompute, t, d, p, m, ZeRO-1)
     combination; ``costs`` maps each allowed recompute mode to its LayerCosts. ``solve(cutoff_s)``
     returns the optimum, or None when nothing fits or nothing beats ``cutoff_s``. ``row_cache``: see
-    ``dp.kind_row``."""
+    ``kind_row``."""
 
     def __init__(self, costs: Mapping[str, LayerCosts], L: int, p: int, m: int, topo: st.Topology,
                  capacity: float, zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None) -> None:

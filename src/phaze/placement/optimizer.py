@@ -13,8 +13,8 @@ Plan space (documented choices):
   microbatches can recompute while the others do not. With v = 1 jointly with the partition; with v > 1
   (fixed partition) by ``phaze.placement.mixed_interleaved``. A plan whose stages all use one mode reports
   it as a plain string.
-For v = 1 the stage partition is solved exactly: one mode by ``phaze.placement.dp``, per-stage modes by
-``phaze.placement.mixed_dp`` (an extra combination per (setting without recompute, d, p, ZeRO-1), bounded
+For v = 1 the stage partition is solved exactly by ``phaze.placement.mixed_dp``: one mode as its one-mode
+case, per-stage modes (an extra combination per (setting without recompute, d, p, ZeRO-1), bounded
 with the least per-layer costs over its modes, so never above its optimum). Combinations are visited in
 order of a lower bound on their iteration time (perfect balance, no memory limit) and the search stops
 when the bound cannot beat the k-th best plan found: exact, without solving most combinations.
@@ -34,7 +34,6 @@ from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
 from phaze.placement.bounds import combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory
-from phaze.placement.dp import PartitionProblem
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
@@ -204,7 +203,7 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     """The best plan of one combination (None: nothing fits, nothing beats ``cutoff_s``, or a per-stage
     combination whose best uses one mode for all: its uniform combination has that plan). The four solvers:
     per-stage modes with interleaving (fixed partition, ``mixed_interleaved``), per-stage modes without
-    (``mixed_dp``), one mode without interleaving (``dp``), one mode with interleaving (balanced, evaluated)."""
+    (``mixed_dp``), one mode without interleaving (``mixed_dp`` with that one mode), one mode with interleaving (balanced, evaluated)."""
     s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero1, k.num_microbatches
     topo = shared.topo(s.tp, k.sync_ranks, p)
     cap = device.hbm_bytes
@@ -230,7 +229,8 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     counts.solved += 1
     if v == 1:
         counts.covered += math.comb(L + 1, p - 1) if p >= 2 else 1
-        sol = PartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, shared.rows).solve()
+        sol = MixedPartitionProblem({s.recompute: c}, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps,
+                                    shared.rows).solve()
         if sol is None:
             return None
         return Candidate(sol.objective_s, plan_from_blocks(sol.blocks, **kw), c)
