@@ -25,24 +25,34 @@ def divisors(n: int) -> list[int]:
     return sorted(set(out + [n // d for d in out]))
 
 
-def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
-                  hbm_Bps: float, sync_s: float = 0.0) -> float:
-    """Iteration time no partition of this (setting, d, p, v) can beat. sum T >= S and max T >= S/p; the
-    stage with the most parameters (>= 1/p of them) pays its optimizer step and, beyond one backward
-    (which max T covers), its gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``p`` and
-    ``sync_s`` may be arrays (one bound per p)."""
-    tb = c.block.fwd_s + c.block.bwd_s
-    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
-    opt = traffic_per_dev / p / hbm_Bps
-    base = st.iteration_s(S, S / p, opt, m, v)  # sum T >= S, max T >= S / p, max R >= opt
+def plan_floor_s(sum_T, max_T, opt_s, sync_s, m: int, v: int = 1):
+    """THE plan lower bound (placement's combination bound and search's per-chip bound both use it):
+    the least iteration time of any plan whose stages have sum T >= ``sum_T`` and max T >= ``max_T``,
+    whose stage with the most parameters pays the optimizer step ``opt_s`` and the gradient sync
+    ``sync_s`` (<= 0: no sync). From ``stage.iteration_s``: iteration >= sum_T / v + (m - 1/v) max_T +
+    opt_s; and, charging that stage's sync except for one backward (which one max T covers),
+    iteration >= sum_T / v + (m - 1/v - 1) max_T + sync_s + opt_s (m = 1: >= sync_s + opt_s).
+    Scalars, or numpy arrays (then one bound per element)."""
+    base = st.iteration_s(sum_T, max_T, opt_s, m, v)
     k = st.bottleneck_weight(m, v) - 1.0
-    if isinstance(p, np.ndarray) or isinstance(sync_s, np.ndarray):  # one bound per p
-        alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
+    if isinstance(max_T, np.ndarray) or isinstance(sync_s, np.ndarray):
+        alt = (sum_T / v + k * max_T if k >= 0 else 0.0) + sync_s + opt_s
         return np.where(np.asarray(sync_s) > 0, np.maximum(base, alt), base)
     if sync_s <= 0:
         return base
-    alt = (S / v + k * S / p if k >= 0 else 0.0) + sync_s + opt
+    alt = (sum_T / v + k * max_T if k >= 0 else 0.0) + sync_s + opt_s
     return max(base, alt)
+
+
+def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
+                  hbm_Bps: float, sync_s: float = 0.0) -> float:
+    """Iteration time no partition of this (setting, d, p, v) can beat (``plan_floor_s``): sum T >= S and
+    max T >= S/p; the stage with the most parameters (>= 1/p of them) pays its optimizer step and its
+    gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``p`` and ``sync_s`` may be arrays (one
+    bound per p)."""
+    tb = c.block.fwd_s + c.block.bwd_s
+    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
+    return plan_floor_s(S, S / p, traffic_per_dev / p / hbm_Bps, sync_s, m, v)
 
 
 def _least_cost(cs: Iterable[LayerCost]) -> LayerCost:

@@ -16,6 +16,7 @@ import numpy as np
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
+from phaze.placement.bounds import plan_floor_s
 from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
 from phaze.search.spec import SearchSpec
@@ -148,20 +149,17 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
 def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.ndarray]) -> np.ndarray:
     """Least 1F1B iteration time any plan of these rows can reach, per chip.
 
-    Placement's time is sum_i T_i + (m-1) max_i T_i + max_i R_i, R_i = max(0, sync_i - bwd_i) + opt_i. With
-    sum T >= S' = S + sends and max T >= M = max(S'/p, U*_p) (``min_bottleneck_s``): iteration >=
-    S' + (m-1) M + opt; and, charging the most-parameter stage's sync except for one backward (which one
-    max T covers), iteration >= S' + (m-2) M + sync + opt (m = 1: >= sync + opt). That stage holds at least
+    Placement's own plan bound (``phaze.placement.bounds.plan_floor_s``) with sum T >= S' = S + sends and
+    max T >= M = max(S'/p, U*_p) (``min_bottleneck_s``, tighter than placement's S'/p): iteration >=
+    S' + (m-1) M + opt and >= S' + (m-2) M + sync + opt (m = 1: >= sync + opt). The sync is that of the
+    stage with the most gradients, which holds at least
     1/p of the gradients and at least the least max-stage share of any split (``least_max_stage_bytes``:
     the embedding or head stage of a deep pipeline holds more than 1/p)."""
     best = np.full_like(S, np.inf)
     for r in rows:
         Sp = S + r.send_s
         M = np.maximum(Sp / r.p, U[r.p])
-        it = Sp + (r.m - 1) * M + r.opt_s
-        if r.sync_s is not None:
-            it = np.maximum(it, (Sp + (r.m - 2) * M if r.m >= 2 else 0.0) + r.sync_s + r.opt_s)
-        best = np.minimum(best, it)
+        best = np.minimum(best, plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m))
     return best
 
 
