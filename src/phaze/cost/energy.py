@@ -55,8 +55,9 @@ def op_energy_j(op: Op, arch: ArchArrays, cores=1, resident=False) -> np.ndarray
     return out
 
 
-def graph_energy_j(graph, arch: ArchArrays) -> np.ndarray:
-    """Energy (J) of every op of a layer graph on each chip, each op on all cores of its kind."""
+def _graph_sum(graph, arch: ArchArrays, per_op) -> np.ndarray:
+    """Sum over the layer graph's core ops (collectives skipped) of ``per_op(op, kind, cores, resident)``,
+    each op on all cores of its kind ("tc" or "vc")."""
     from phaze.cost.vector import activations_resident
     from phaze.workload.ops import op_resource
 
@@ -64,27 +65,23 @@ def graph_energy_j(graph, arch: ArchArrays) -> np.ndarray:
     total = np.zeros(len(arch))
     for op in graph.ops:
         kind = op_resource(op)
-        if kind == "net":
-            continue
-        cores = arch.num_tc if kind == "tc" else arch.num_vc
-        total = total + op_energy_j(op, arch, cores, resident)
+        if kind in ("tc", "vc"):
+            total = total + per_op(op, kind, arch.num_tc if kind == "tc" else arch.num_vc, resident)
     return total
+
+
+def graph_energy_j(graph, arch: ArchArrays) -> np.ndarray:
+    """Energy (J) of every op of a layer graph on each chip, each op on all cores of its kind."""
+    return _graph_sum(graph, arch, lambda op, kind, cores, resident: op_energy_j(op, arch, cores, resident))
 
 
 def graph_glb_bytes(graph, arch: ArchArrays) -> np.ndarray:
     """GLB bytes (between the GLB and the cores) of every op of a layer graph on each chip."""
-    from phaze.cost.vector import activations_resident
-    from phaze.workload.ops import op_resource
+    def glb(op, kind, cores, resident):
+        terms = gemm_terms(op, arch, cores) if kind == "tc" else vector_terms(op, arch, cores, resident)
+        return terms["glb_bytes"]
 
-    resident = activations_resident(graph, arch)
-    total = np.zeros(len(arch))
-    for op in graph.ops:
-        kind = op_resource(op)
-        if kind == "tc":
-            total = total + gemm_terms(op, arch, arch.num_tc)["glb_bytes"]
-        elif kind == "vc":
-            total = total + vector_terms(op, arch, arch.num_vc, resident)["glb_bytes"]
-    return total
+    return _graph_sum(graph, arch, glb)
 
 
 def graph_time_by_bound(graph, arch: ArchArrays, tier=None) -> dict:

@@ -174,18 +174,23 @@ def _describe(err: dict[str, Any]) -> str:
     return f"field '{where}': {err['msg']} (got {err.get('input')!r})"
 
 
-def cases_from_mapping(data: Any, source: str) -> Cases:
-    """Validate a parsed cases document; every problem is one ConfigError line naming the field."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{source}: expected a JSON object with 'source', 'models', 'iteration_time_s' "
-                          f"and/or 'memory_gib_per_gpu', got {type(data).__name__}")
+def validated(schema: type[BaseModel], data: Any, source: str):
+    """``schema.model_validate(data)``, its first three problems as one ConfigError line naming the fields."""
     try:
-        spec = _FileSpec.model_validate(data)
+        return schema.model_validate(data)
     except ValidationError as exc:
         errs = exc.errors()
         more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errs[:3]) + more
                           + "; see docs/validation.md for the file shape") from None
+
+
+def cases_from_mapping(data: Any, source: str) -> Cases:
+    """Validate a parsed cases document; every problem is one ConfigError line naming the field."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: expected a JSON object with 'source', 'models', 'iteration_time_s' "
+                          f"and/or 'memory_gib_per_gpu', got {type(data).__name__}")
+    spec = validated(_FileSpec, data, source)
 
     def model(name: str, tp: int, where: str) -> ModelConfig:
         if name not in spec.models:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig
@@ -66,15 +66,9 @@ def _mode(recompute: str, sp: bool) -> str:
 
 def runs_from_mapping(data: Any, source: str):
     """Validate a parsed published-runs document into ``Cases`` (time cases only)."""
-    from phaze.validation.cases import Cases, TimeCase, _describe
+    from phaze.validation.cases import Cases, TimeCase, validated
 
-    try:
-        spec = _File.model_validate(data)
-    except ValidationError as exc:
-        errs = exc.errors()
-        more = f" (and {len(errs) - 3} more)" if len(errs) > 3 else ""
-        raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errs[:3]) + more
-                          + "; see docs/validation.md for the file shape") from None
+    spec = validated(_File, data, source)
     if not spec.runs:
         raise ConfigError(f"{source}: no runs; add entries under 'runs'")
     out = []
