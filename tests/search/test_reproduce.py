@@ -9,6 +9,7 @@ from phaze.errors import StoreError
 from phaze.hardware.space import DesignSpace
 from phaze.search.reproduce import ROLES, run_reproduce
 from phaze.workload.config import ModelConfig
+from test_search_cli import MODEL  # the same tiny model file the search CLI tests write
 
 MiB = 2**20
 TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
@@ -62,15 +63,6 @@ def test_a_store_of_other_parameters_is_refused(tiny_run):
         run_reproduce([TINY], tiny_run.store, resume=True, workers=1, samples=16, quiet=True, spec_overrides=SETTING)
 
 
-MODEL = """name: tiny
-num_layers: 4
-hidden: 256
-heads: 4
-ffn: 1024
-vocab: 2000
-seq_len: 128
-max_tp: 2
-"""
 SPACE_FILE = """num_tc: [1, 4, 16]
 num_vc: [1, 4]
 tc_widths: [16, 64]
