@@ -56,7 +56,8 @@ class BranchAndBound:
             self._consider(r)
         self.sigs: dict[int, bytes] = {}
         self.bounded_sigs: dict[bytes, float] = {}
-        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
+        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "schedules_reused": 0,
+                         "chips_evaluated_this_run": 0}
 
     @property
     def incumbent(self) -> float:
@@ -121,6 +122,7 @@ class BranchAndBound:
         # each result carries the chip's running count; the chip's total is the largest
         self.counters["schedules_solved"] += max((r.schedules_solved for r in results), default=0)
         self.counters["schedules_not_optimal"] += max((r.schedules_not_optimal for r in results), default=0)
+        self.counters["schedules_reused"] += max((r.schedules_reused for r in results), default=0)
 
     def resolved(self) -> int:
         """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""

@@ -93,3 +93,24 @@ def make_executor(backend: str, workers: int, address: str | None = None) -> cf.
         return InlineExecutor()
     return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
                                   initializer=_watch_parent, initargs=(os.getpid(),))
+
+
+def cpu_time_s(executor: cf.Executor | None = None) -> float:
+    """CPU seconds (user + system) used so far by this process, its finished children and the live workers
+    of a local process pool (read from /proc on Linux; a pool's workers count only once they have ended
+    elsewhere). For benchmarks: the machine may be shared, so wall time alone does not say what a run cost."""
+    import resource
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for p in list((getattr(executor, "_processes", None) or {}).values()):
+        try:
+            with open(f"/proc/{p.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15 of proc(5))
+        except (OSError, IndexError, ValueError):
+            pass
+    return total
