@@ -258,3 +258,10 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
         if status == "exact" and score < task.incumbent_score * (1 - TIE_RTOL):
             dominated_by = score
     return results
+
+
+def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
+    """``evaluate_chip`` of several chips in one call, in order: one round trip to a worker for a batch of
+    chips (most chips deep in the bound order are ruled out in milliseconds, so a round trip per chip would
+    cost more than the work on a loaded machine)."""
+    return [evaluate_chip(t) for t in tasks]
