@@ -41,10 +41,9 @@ from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.placement.recompute import Recompute
+from phaze.units import GiB
 from phaze.workload.config import ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
-
-GiB = 2**30
 
 
 def plan_features(s: TrainSetting, overlap_dp: bool) -> dict:
