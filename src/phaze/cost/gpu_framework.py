@@ -28,8 +28,8 @@ reductions and scale updates of delayed scaling (a few small kernels and one all
 step) are not modelled.
 
 **Megatron's vocab-parallel cross-entropy** (``megatron/core/tensor_parallel/cross_entropy.py``,
-``_VocabParallelCrossEntropy``, github NVIDIA/Megatron-LM at 703cc88, Aug 2024; the 2021 code does the same
-ops): unfused PyTorch ops over the fp32 logits of the device's vocabulary shard, per logit
+``_VocabParallelCrossEntropy``, github NVIDIA/Megatron-LM at 703cc88, Aug 2024; the 2021 code runs the same
+ops: ``megatron/mpu/cross_entropy.py`` on ``output.float()`` from ``megatron/model/gpt_model.py``): unfused PyTorch ops over the fp32 logits of the device's vocabulary shard, per logit
 
 - forward: ``.float()`` (read 2, write 4) and ``max`` (read 4): 10 B -- our ``cross_entropy_max``;
   subtract the max in place (4 + 4), ``exp`` in place (4 + 4), ``sum`` (4), divide by the sum in place to
