@@ -18,6 +18,7 @@ from pathlib import Path
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, plan_costs
 from phaze.placement.plan import Plan
+from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
 from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
@@ -93,13 +94,13 @@ def _err(pred: float, meas: float) -> float:
 def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str, **features) -> Plan:
     recompute, sp = MODES[mode]
     return Plan.balanced(model.num_layers, pp, tp, dp, mbs, gb // (mbs * dp), interleave=v,
-                         recompute=recompute, sequence_parallel=sp and tp > 1, **features)
+                         recompute=Recompute.uniform(recompute), sequence_parallel=sp and tp > 1, **features)
 
 
 def _time(c: TimeCase) -> TimeResult:
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
-        interleave=c.interleave, recompute=c.recompute or MODES[c.mode][0],
+        interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
         sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
         attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp)
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
