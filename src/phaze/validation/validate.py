@@ -20,7 +20,7 @@ from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, p
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
-from phaze.validation.cases import HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
+from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
 from phaze.units import GiB
 
@@ -144,12 +144,14 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 
 
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
-    """Evaluate every case (default: the packaged published measurements and runs; "held-out": the packaged
-    runs the model is never tuned on; or a Cases object or a path to a cases JSON file) and return predicted
-    vs measured with signed % errors, whether each plan fits, and the summaries per group and overall.
-    ``progress``: report each case as it finishes (default: silent)."""
+    """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2":
+    the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` / ``HELD_OUT2_FILE``; or a Cases object or
+    a path to a cases JSON file) and return predicted vs measured with signed % errors, whether each plan fits,
+    and the summaries per group and overall. ``progress``: report each case as it finishes (default: silent)."""
     if cases == "held-out":
         cases = packaged_cases(HELD_OUT_FILE)
+    elif cases == "held-out-2":
+        cases = packaged_cases(HELD_OUT2_FILE)
     elif not isinstance(cases, Cases):
         cases = load_cases(cases)
     prog = progress or Progress(quiet=True)
