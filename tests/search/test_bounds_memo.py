@@ -34,3 +34,32 @@ def test_shared_op_memo_gives_the_same_bounds(model):
     assert mb.settings == spec.settings(model)
     k = spec.settings(model).index(group[1])
     assert np.array_equal(mb.lower_s[k], shared[1][0]) and np.array_equal(mb.setting_ub[k], shared[1][3])
+
+
+def test_hbm_sizes_share_rows_with_the_same_bound():
+    """setting_bounds takes each HBM size's throughput bound as a running minimum over rows sorted by the
+    memory they need; it equals iteration_lower_bound_s over that size's own rows, bit for bit."""
+    from phaze.search.bounds import SLOTS, _bound_rows, iteration_lower_bound_s, min_bottleneck_s
+    from phaze.units import GiB
+
+    model = get_model("gpt2-xl")
+    spec = paper_spec(model, hbm_gib=(8, 16, 32, 80))
+    cands = enumerate_space(DesignSpace())
+    arch = cands.arch.select(np.arange(0, len(cands), 211))
+    cluster = get_cluster(spec.cluster, spec.devices)
+    hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
+    for s in spec.settings(model)[:4]:
+        lower, _, c, tput = setting_bounds(model, spec, s, arch, cluster)
+        assert len(SLOTS) == lower.shape[0]
+        e, b, h = lower[0] + lower[1], lower[2] + lower[3], lower[4] + lower[5]
+        S = e + model.num_layers * b + h
+        sizes = []
+        for hh, gib in enumerate(spec.hbm_gib):
+            rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
+            sizes.append(len(rows))
+            if not rows:
+                assert not tput[hh].any()
+                continue
+            U = {r.p: min_bottleneck_s(e, b, h, model.num_layers, r.p) for r in rows}
+            assert np.array_equal(tput[hh], spec.global_batch / iteration_lower_bound_s(rows, S, U))
+        assert sizes == sorted(sizes) and sizes[0] < sizes[-1]  # nested, and the sizes differ

@@ -158,11 +158,13 @@ class _Row:
     send_s: float  # least p2p time a microbatch adds to sum T (over p - 1 boundaries)
     opt_s: float  # optimizer step of the stage with the most parameters (>= 1/p of them)
     sync_s: float | None  # gradient sync of the stage with the most gradients (None: d = 1)
+    need_bytes: float = 0.0  # the whole model's memory over p devices: the row needs at least this HBM
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
                 hbm_Bps: float) -> list[_Row]:
-    """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms."""
+    """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms
+    (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds)."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
     tot = st.model_totals(c, L)
@@ -177,7 +179,8 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
             break
         pf, pb = st.least_sends_s(c, cluster, t, d)
         for p in range(1, min(L + 2, N // (t * d)) + 1):
-            if (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p > cap_bytes:
+            need = (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p
+            if need > cap_bytes:
                 continue
             sync = None
             if d > 1:
@@ -185,7 +188,7 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
                     most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes, c.block.grad_bytes,
                                                                          c.head.grad_bytes, L, p))
                 sync = float(st.dp_sync_s(most_grads[p], 0.0, st.Topology.of(cluster, t, d, p), False))
-            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync))
+            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync, need))
     return rows
 
 
@@ -200,10 +203,15 @@ def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.nda
     the embedding or head stage of a deep pipeline holds more than 1/p)."""
     best = np.full_like(S, np.inf)
     for r in rows:
-        Sp = S + r.send_s
-        M = np.maximum(Sp / r.p, U[r.p])
-        best = np.minimum(best, plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m))
+        best = np.minimum(best, _row_floor_s(r, S, U))
     return best
+
+
+def _row_floor_s(r: _Row, S: np.ndarray, U: dict[int, np.ndarray]) -> np.ndarray:
+    """``iteration_lower_bound_s`` of one row."""
+    Sp = S + r.send_s
+    M = np.maximum(Sp / r.p, U[r.p])
+    return plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m)
 
 
 def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, arch: ArchArrays,
@@ -223,14 +231,22 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
     S = e + L * b + h  # compute per microbatch at the lower bounds
     U: dict[int, np.ndarray] = {}
     tput = np.zeros((len(spec.hbm_gib), n))
-    for hh, gib in enumerate(spec.hbm_gib):
-        rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
-        if not rows:
-            continue
-        for r in rows:
+    # a smaller HBM's rows are a subset of a larger one's: each row's floor is computed once, and the HBM
+    # sizes, smallest first, take the running minimum over the rows each one adds (iteration_lower_bound_s
+    # of each size's rows, the same values: a minimum does not depend on the order it is taken in)
+    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps),
+                  key=lambda r: r.need_bytes)
+    best, k = np.full(n, np.inf), 0
+    for hh in sorted(range(len(spec.hbm_gib)), key=lambda hh: spec.hbm_gib[hh]):
+        cap = spec.hbm_gib[hh] * GiB
+        while k < len(rows) and rows[k].need_bytes <= cap:
+            r = rows[k]
             if r.p not in U:
                 U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
-        tput[hh] = spec.global_batch / iteration_lower_bound_s(rows, S, U)
+            best = np.minimum(best, _row_floor_s(r, S, U))
+            k += 1
+        if k:
+            tput[hh] = spec.global_batch / best
     return lower, upper, c, tput
 
 
