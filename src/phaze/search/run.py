@@ -163,12 +163,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     finished = False
     try:
         refs = store.get_meta("references")
-        if refs is None:
-            prog.note("evaluating the TPUv4-like reference chip")
-            refs = references(spec, cluster)
-            store.put_meta("references", refs)
+        refs_job = None
+        if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
+            prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
+            refs_job = executor.submit(references, spec, cluster)
         total = len(cands) * len(spec.hbm_gib)
-        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         per_model = []
         bounds = []
         for m in spec.models:
@@ -177,6 +176,10 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
             bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
         prog.done()
+        if refs_job is not None:
+            refs = refs_job.result()
+            store.put_meta("references", refs)
+        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
                             weights)
         prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
