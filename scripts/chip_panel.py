@@ -71,6 +71,20 @@ SMALL_K = [
 ]
 
 
+# SCALE-Sim-sized slices (cycle-by-cycle, its run time grows with the folds, ceil(K/R) x ceil(N/C), and the
+# cycles): one per array, at most 16 folds and ~10^4 cycles, at two bandwidths, so the second tool covers
+# every array (the slices above take it longer than --timeout on most arrays). Both tools run them.
+SHORT = [
+    ((4, 16), (8, 64), ("gpt2-xl.qkv", 1, 4, 100, 150)),
+    ((16, 32), (8, 64), ("gpt2-xl.fc1", 2, 8, 25, 50)),
+    ((32, 32), (64, 512), ("gpt2-xl.qkv", 8, 16, 12.5, 37.5)),
+    ((64, 64), (64, 512), ("gpt2-xl.fc1", 4, 8, 6.25, 25)),
+    ((128, 128), (512, 4096), ("gpt2-xl.qkv", 1, 2, 3.125, 9.375)),
+    ((128, 256), (512, 4096), ("gpt2-xl.fc1", 2, 4, 3.125, 12.5)),
+    ((256, 256), (512, 4096), ("gpt2-xl.fc1", 8, 16, 3.125, 12.5)),
+]
+
+
 def cases() -> list[dict]:
     out = []
 
@@ -94,10 +108,24 @@ def cases() -> list[dict]:
                 add(rc, bw, spec)
     for rc, bw, spec in SMALL_K:
         add(rc, bw, spec)
+    for rc, bws, spec in SHORT:
+        for bw in bws:
+            add(rc, bw, spec)
     return out
 
 
 # ---------------------------------------------------------------- ZigZag (runs inside the zigzag venv)
+
+# The ZigZag configuration's version, part of the cache key: 1 = DRAM level above the GLB, no systolic
+# drain (the first stored run); 2 = operands resident in the GLB (no DRAM level), systolic drain on.
+ZIGZAG_CONFIG = 2
+
+
+def _slice_bytes(case: dict) -> int:
+    """Bytes of the slice's operands and result: (M K + K N + M N) elements."""
+    m, k, n = case["m"], case["k"], case["n"]
+    return case["batch"] * case["bytes_per_element"] * (m * k + k * n + m * n)
+
 
 def zigzag_case(case: dict, stream: str) -> dict:
     """One case through ZigZag; ``stream`` = 'm' (A's rows stream, B stationary) or 'n' (the transposed
@@ -114,9 +142,7 @@ def zigzag_case(case: dict, stream: str) -> dict:
         return {"name": name, "type": typ, "bandwidth_min": min(bw_bits, bits), "bandwidth_max": bw_bits,
                 "allocation": alloc}
 
-    every = ["I1, tl", "I2, tl", "O, tl", "O, th", "I1, fh", "I2, fh", "O, fh", "O, fl"]
-    core_side = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array
-    dram_side = ["I1, fh", "I2, fh", "O, fh", "O, th"]  # DRAM <-> GLB (the HBM term's traffic)
+    every_top = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array (nothing above)
     memories = {
         # per-PE weight register, double-buffered (the next weight shifts in while the current one is used)
         "pe_weight": {"size": 2 * bits, "r_cost": 0.0, "w_cost": 0.0, "area": 0, "latency": 1,
@@ -140,22 +166,22 @@ def zigzag_case(case: dict, stream: str) -> dict:
                         "ports": [port("r_port_1", "read", 32 * c, ["O, tl", "O, th"]),
                                   port("w_port_1", "write", 32 * c, ["O, fh", "O, fl"])],
                         "served_dimensions": ["D1", "D2"]},
-        # the GLB: toward the core one read-write interface of glb_bytes_per_cycle shared by inputs, weights
-        # and outputs/partial sums; its fills from and write-backs to DRAM use a second interface at the HBM
-        # rate (phaze costs HBM traffic in its own term, not on the GLB bandwidth)
-        "glb": {"size": 8 * case["glb_bytes"], "r_cost": 10.0, "w_cost": 10.0, "area": 0, "latency": 1,
-                "operands": ["I1", "I2", "O"],
-                "ports": [port("rw_port_1", "read_write", 8 * case["glb_bytes_per_cycle"], core_side),
-                          port("rw_port_2", "read_write", 8 * case["hbm_bytes_per_cycle"], dram_side)],
+        # the GLB, the top of the hierarchy: the slice's operands are resident in it (a panel case is the
+        # slice one core owns of a layer on a many-core chip; the layer's operands were written to the GLB
+        # by the previous op or prefetched by the DMA while it ran -- phaze costs HBM in its own term). One
+        # read-write interface of glb_bytes_per_cycle toward the core, shared by inputs, weights and
+        # outputs/partial sums. Sized to hold the whole slice (a ZigZag top level must).
+        "glb": {"size": 8 * max(case["glb_bytes"], _slice_bytes(case)), "r_cost": 10.0, "w_cost": 10.0,
+                "area": 0, "latency": 1, "operands": ["I1", "I2", "O"],
+                "ports": [port("rw_port_1", "read_write", 8 * case["glb_bytes_per_cycle"], every_top)],
                 "served_dimensions": ["D1", "D2"]},
-        "dram": {"size": 2**40, "r_cost": 100.0, "w_cost": 100.0, "area": 0, "latency": 1,
-                 "operands": ["I1", "I2", "O"],
-                 "ports": [port("rw_port_1", "read_write", 8 * case["hbm_bytes_per_cycle"], every)],
-                 "served_dimensions": ["D1", "D2"]},
     }
     hw = {"name": f"core{r}x{c}", "memories": memories,
+          # a systolic array along both dimensions (inputs move right, partial sums down, one PE per cycle):
+          # ZigZag adds the drain (used rows - 1) + (used columns - 1), the skew phaze and SCALE-Sim count
           "operational_array": {"unit_energy": 0.04, "unit_area": 1, "dimensions": ["D1", "D2"],
-                                "sizes": [r, c], "input_precision": [bits, bits]}}
+                                "sizes": [r, c], "input_precision": [bits, bits],
+                                "systolic_dimensions": ["D1", "D2"]}}
     # weight stationary: the reduction dim (C in ZigZag's names = our K) on the rows, output columns on D2
     mapping = [{"name": "default", "spatial_mapping": {"D1": [f"C, {r}"], "D2": [f"K, {c}"]},
                 "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"}}]
@@ -174,11 +200,12 @@ def zigzag_case(case: dict, stream: str) -> dict:
             paths[2], paths[0], paths[1], opt="latency", dump_folder=os.path.join(d, "out"),
             loma_show_progress_bar=False)
         cme = cmes[0][0]
-        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle),
+        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": ZIGZAG_CONFIG,
+                "systolic_drain_cycles": float(cme.systolic_drain_cycle),
                 "spatial_ideal_cycles": float(cme.ideal_temporal_cycle),
                 "compute_with_stalls_cycles": float(cme.latency_total0),
                 "onloading_cycles": float(cme.latency_total1 - cme.latency_total0),
-                "offloading_cycles": float(cme.latency_total2 - cme.latency_total1),
+                "offloading_cycles": float(cme.data_offloading_cycle),
                 "stream": stream, "seconds": round(time.time() - t0, 1)}
 
 
@@ -280,6 +307,12 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float)
     return json.loads(last)
 
 
+def _key(tool: str, stream: str, case: dict) -> str:
+    """Cache key of one tool run (the ZigZag key names its configuration's version)."""
+    name = f"zigzag{ZIGZAG_CONFIG}" if tool == "zigzag" and ZIGZAG_CONFIG > 1 else tool
+    return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
+
+
 def _work(c: dict) -> float:
     """A rough cycle count (compute or GLB traffic, whichever is larger) to order the slow runs."""
     r, k, m, n = c["rows"], c["k"], c["m"], c["n"]
@@ -330,7 +363,7 @@ def main() -> int:
         py = args.zigzag_python if tool == "zigzag" else args.scalesim_python
         for c in sorted(panel, key=_work) if tool == "scalesim" else panel:
             for stream in (("m", "n") if tool == "zigzag" else ("m",)):
-                key = f"{tool}|{stream}|{json.dumps(c, sort_keys=True)}"
+                key = _key(tool, stream, c)
                 if key not in cache or (args.retry_errors and "error" in cache[key]):
                     jobs.append((key, py, tool, c, stream))
     print(f"{len(panel)} cases, {len(jobs)} tool runs to do", flush=True)
@@ -350,7 +383,7 @@ def main() -> int:
         row = dict(c)
         for tool in ("zigzag", "scalesim"):
             streams = "mn" if tool == "zigzag" else "m"
-            runs = [cache.get(f"{tool}|{s}|{json.dumps(c, sort_keys=True)}", {"error": "not run"}) for s in streams]
+            runs = [cache.get(_key(tool, s, c), {"error": "not run"}) for s in streams]
             ok = [r for r in runs if "error" not in r]
             failed += len(ok) < len(runs)
             # like phaze, the compiler may swap the operand roles: the faster orientation counts (ZigZag runs
