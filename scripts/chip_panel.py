@@ -117,8 +117,36 @@ def cases() -> list[dict]:
 # ---------------------------------------------------------------- ZigZag (runs inside the zigzag venv)
 
 # The ZigZag configuration's version, part of the cache key: 1 = DRAM level above the GLB, no systolic
-# drain (the first stored run); 2 = operands resident in the GLB (no DRAM level), systolic drain on.
-ZIGZAG_CONFIG = 2
+# drain (the first stored run); 2 = operands resident in the GLB (no DRAM level), systolic drain on, one
+# GLB port; 3 = as 2, with a banked GLB's banks split between the input stream and the rest (below).
+# Cases whose GLB is one bank are the same in 2 and 3 and keep the key of 2.
+ZIGZAG_CONFIG = 3
+
+# The GLB organisation phaze builds for each panel bandwidth (32 MiB; banks x bank width, the fastest
+# CACTI organisation: phaze.validation.chip.glb_organisation, which a test keeps equal to this table).
+GLB_ORGANISATION = {8: (1, 8), 64: (1, 64), 512: (16, 32), 4096: (64, 64)}
+
+
+def _zigzag_config(case: dict) -> int:
+    return 2 if glb_ports(case)[0] == 0 else ZIGZAG_CONFIG
+
+
+def glb_ports(case: dict) -> tuple[int, int]:
+    """(bytes per cycle of the input stream's banks, of the other banks) of a banked GLB in ZigZag.
+
+    phaze's GLB is ``banks`` banks of ``width`` bytes behind a crossbar: each cycle every bank serves one
+    access of any stream. ZigZag's memory ports serve fixed operands and take whole port cycles per
+    transfer, so one port of the total width would spend a full cycle of all banks on each input row
+    (128 B of a 512 B port for a K = 64 slice). The closest ZigZag can express: the input stream (one row
+    of min(K, R) elements per cycle, straight into the array) gets the banks that row needs; weights and
+    outputs share the other banks. A static split, so never better than phaze's shared banks. One bank, or
+    an input row that needs every bank (nothing left to split off): one shared port (0, total)."""
+    banks, width = GLB_ORGANISATION[case["glb_bytes_per_cycle"]]
+    row = min(case["k"], case["rows"]) * case["bytes_per_element"]
+    row_banks = -(-row // width)
+    if banks == 1 or row_banks >= banks:
+        return 0, banks * width
+    return row_banks * width, (banks - row_banks) * width
 
 
 def _slice_bytes(case: dict) -> int:
@@ -143,6 +171,7 @@ def zigzag_case(case: dict, stream: str) -> dict:
                 "allocation": alloc}
 
     every_top = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array (nothing above)
+    b_in, b_rest = glb_ports(case)
     memories = {
         # per-PE weight register, double-buffered (the next weight shifts in while the current one is used)
         "pe_weight": {"size": 2 * bits, "r_cost": 0.0, "w_cost": 0.0, "area": 0, "latency": 1,
@@ -168,12 +197,15 @@ def zigzag_case(case: dict, stream: str) -> dict:
                         "served_dimensions": ["D1", "D2"]},
         # the GLB, the top of the hierarchy: the slice's operands are resident in it (a panel case is the
         # slice one core owns of a layer on a many-core chip; the layer's operands were written to the GLB
-        # by the previous op or prefetched by the DMA while it ran -- phaze costs HBM in its own term). One
-        # read-write interface of glb_bytes_per_cycle toward the core, shared by inputs, weights and
-        # outputs/partial sums. Sized to hold the whole slice (a ZigZag top level must).
+        # by the previous op or prefetched by the DMA while it ran -- phaze costs HBM in its own term).
+        # glb_bytes_per_cycle toward the core: one shared read-write port for a one-bank GLB, else the
+        # banks split between the input stream and the rest (glb_ports). Sized to hold the whole slice
+        # (a ZigZag top level must).
         "glb": {"size": 8 * max(case["glb_bytes"], _slice_bytes(case)), "r_cost": 10.0, "w_cost": 10.0,
                 "area": 0, "latency": 1, "operands": ["I1", "I2", "O"],
-                "ports": [port("rw_port_1", "read_write", 8 * case["glb_bytes_per_cycle"], every_top)],
+                "ports": ([port("rw_port_1", "read_write", 8 * b_rest, every_top)] if not b_in else
+                          [port("r_port_1", "read", 8 * b_in, ["I1, tl"]),
+                           port("rw_port_2", "read_write", 8 * b_rest, ["I2, tl", "O, tl", "O, fl"])]),
                 "served_dimensions": ["D1", "D2"]},
     }
     hw = {"name": f"core{r}x{c}", "memories": memories,
@@ -200,7 +232,8 @@ def zigzag_case(case: dict, stream: str) -> dict:
             paths[2], paths[0], paths[1], opt="latency", dump_folder=os.path.join(d, "out"),
             loma_show_progress_bar=False)
         cme = cmes[0][0]
-        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": ZIGZAG_CONFIG,
+        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case),
+                "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
                 "systolic_drain_cycles": float(cme.systolic_drain_cycle),
                 "spatial_ideal_cycles": float(cme.ideal_temporal_cycle),
                 "compute_with_stalls_cycles": float(cme.latency_total0),
@@ -309,7 +342,7 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float)
 
 def _key(tool: str, stream: str, case: dict) -> str:
     """Cache key of one tool run (the ZigZag key names its configuration's version)."""
-    name = f"zigzag{ZIGZAG_CONFIG}" if tool == "zigzag" and ZIGZAG_CONFIG > 1 else tool
+    name = f"zigzag{_zigzag_config(case)}" if tool == "zigzag" else tool
     return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
 
 
