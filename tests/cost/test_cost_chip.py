@@ -147,11 +147,10 @@ def test_hierarchy_fields_all_or_nothing():
 def _tiled(g, S, T, width, bw_Bpc):
     """_orient's fields and the tile-by-tile time of one orientation on the 4x16 chip of the test below,
     with GLB banks ``width`` bytes wide and the op's GLB bandwidth set to ``bw_Bpc`` bytes per 1 ns cycle."""
-    from phaze.cost.gemm_chip import FIELDS, _chip_consts, _orient, _tile_time_s
+    from phaze.cost.gemm_chip import _chip_consts, _orient, _stack, _times_cycles
     a = chip(rows=4, cols=16, operand=256, acc=32 * 16 * 4, width=width).as_arrays()
     t = _orient(g, S, T, _chip_consts(a), np.ones(1))
-    o = np.stack([np.broadcast_to(np.asarray(t[f], np.float64), (1,)) for f in FIELDS])
-    return t, _tile_time_s(o, np.array([bw_Bpc * 1e9]), np.array([1e-9]))[0]
+    return t, _times_cycles(_stack(t, 1), np.array([1.0 / bw_Bpc]))[1][0] * 1e-9
 
 
 def test_tile_by_tile_overlap_drain_window_and_granularity_hand_computed():

@@ -176,51 +176,81 @@ def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
     return arch.memo("core_kinds", build)
 
 
-def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """_orient of both orientations, evaluated once per distinct (core kind, core count) and spread back:
-    two arrays of shape (len(FIELDS), chips)."""
-    kinds, n_kinds = _core_kinds(arch)
-    cu, cinv = np.unique(c, return_inverse=True)
-    code = kinds * len(cu) + cinv.ravel()
-    ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    if len(ucode) * 2 > len(c):  # hardly any repetition: compute directly
+def _groups(arch: ArchArrays, c: np.ndarray):
+    """(first index, inverse) of the distinct (core kind, core count) pairs of ``c``, or None when hardly any
+    repeat; remembered for the last few core-count arrays (an op's cost is asked for the same counts by
+    every GEMM of a layer)."""
+    cache = arch.memo("gemm_chip_groups", lambda a: {})
+    key = hash(c.tobytes())
+    if key not in cache:
+        kinds, _ = _core_kinds(arch)
+        cu, cinv = np.unique(c, return_inverse=True)
+        code = kinds * len(cu) + cinv.ravel()
+        ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        cache[key] = None if len(ucode) * 2 > len(c) else (first, inv.ravel())
+    return cache[key]
+
+
+def _stack(o: dict, n: int) -> np.ndarray:
+    """_orient's FIELDS as one (fields, n) array, with the drain folded per kind (events x the tiles a
+    drain spreads over in place of events, the bytes of a tile carrying its share in place of
+    drain_tiles) and one more row, BCRIT: the GLB bytes per cycle at and above which every tile is
+    compute-bound (then the tile-by-tile time is the array's time)."""
+    d = o["drain_tiles"]
+    o = dict(o, events=o["events"] * d, drain_tiles=o["reg_mb"] + o["out"] / d)
+    rows = [np.broadcast_to(np.asarray(o[f], np.float64), (n,)) for f in FIELDS]
+    f = dict(zip(FIELDS, rows))
+    crit = np.maximum(f["reg_mb"], np.where(f["events"] > 0, f["drain_tiles"], 0.0)) / f["cyc_mb"]
+    crit = np.maximum(crit, np.where(f["n_rem"] > 0, f["reg_rem"] / np.maximum(f["cyc_rem"], 1.0), 0.0))
+    return np.stack(rows + [crit, f["n_mb"] - f["events"]])
+
+
+BCRIT, A1 = len(FIELDS), len(FIELDS) + 1
+_ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes")] + [BCRIT]
+# what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
+# the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
+_TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_tiles", "n_rem", "cyc_rem",
+                                          "reg_rem", "fixed")]
+
+
+def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
+    """_orient of both orientations, evaluated once per distinct (core kind, core count): two arrays of
+    shape (len(FIELDS) + 1, kinds) and the index of each chip's kind (None: one kind per chip)."""
+    grp = _groups(arch, c)
+    if grp is None:  # hardly any repetition: compute directly
         sub, cs, inv = k, c, None
     else:
+        first, inv = grp
         sub = {key: v[first] for key, v in k.items()}
         cs = c[first]
-
-    def stacked(S, T):
-        o = _orient(g, S, T, sub, cs)
-        return np.stack([np.broadcast_to(np.asarray(o[f], np.float64), cs.shape) for f in FIELDS])
-
-    o1 = stacked(g.m, g.n)
-    o2 = o1 if g.m == g.n else stacked(g.n, g.m)
-    if inv is not None:
-        inv = inv.ravel()
-        o1, o2 = o1[:, inv], (o1[:, inv] if o2 is o1 else o2[:, inv])
-    return o1, o2
+    o1 = _stack(_orient(g, g.m, g.n, sub, cs), len(cs))
+    o2 = o1 if g.m == g.n else _stack(_orient(g, g.n, g.m, sub, cs), len(cs))
+    return o1, o2, inv
 
 
-def _tile_time_s(o: np.ndarray, bw: np.ndarray, cycle_s: np.ndarray) -> np.ndarray:
-    """Busiest core's time with each weight tile's GLB transfers overlapped with that tile only (module
-    docstring: per-tile overlap, the output-drain window, access granularity), plus the two ends; ``o``
-    holds the FIELDS of _orient per chip."""
+def _tiled_cycles(t: np.ndarray, inv_bpc: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The busiest core's tile-by-tile time in cycles (module docstring), from the _TILED rows ``t`` of the
+    chips it is asked for, their GLB cycles per byte and their two ends (cycles).
+
+    Each tile takes max(its cycles, its bytes at the op's bandwidth); a pass's outputs (final, or fp32
+    partials of a K split written and read back) leave the accumulator while the next pass runs --
+    within the next pass's first tile when the accumulator holds one pass (row i must be out before that
+    tile overwrites it), spread over the whole next pass when it holds two."""
+    a1, cyc_mb, reg_mb, drains, drain_b, n_rem, cyc_rem, reg_rem, fixed = t
+    tiled = a1 * np.maximum(cyc_mb, reg_mb * inv_bpc) + drains * np.maximum(cyc_mb, drain_b * inv_bpc)
+    if n_rem.any():
+        tiled += n_rem * np.maximum(cyc_rem, reg_rem * inv_bpc)
+    return tiled + fixed + ends
+
+
+def _times_cycles(o: np.ndarray, inv_bpc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the array alone with the two ends, the tile-by-tile time) in cycles from per-chip stacked FIELDS:
+    the two ends are the first weight tile's bytes beyond its k_rows cycles and the last pass's outputs."""
     f = dict(zip(FIELDS, o))
-    a_mb = np.maximum(f["cyc_mb"] * cycle_s, f["reg_mb"] / bw)
-    base = f["n_mb"] * a_mb + f["n_rem"] * np.maximum(f["cyc_rem"] * cycle_s, f["reg_rem"] / bw)
-    # a pass's outputs (final, or fp32 partials of a K split written and read back) leave the accumulator
-    # while the next pass runs: within the next pass's first tile when the accumulator holds one pass
-    # (row i must be out before that tile overwrites it), spread over the whole next pass when it holds two
-    d = f["drain_tiles"]
-    drain = f["events"] * d * (np.maximum(f["cyc_mb"] * cycle_s, (f["reg_mb"] + f["out"] / d) / bw) - a_mb)
-    return base + drain + f["fixed"] * cycle_s + _ends_s(f, bw, cycle_s)
-
-
-def _ends_s(f: dict, bw: np.ndarray, cycle_s: np.ndarray) -> np.ndarray:
-    """The two ends of the GEMM (module docstring): the first weight tile's load and fill/drain
-    (``2 k_rows + c_cols - 2`` cycles, held in the cycle count) where its bytes arrive slower than k_rows
-    cycles, and the last pass's outputs drained after the last tile."""
-    return np.maximum(0.0, f["first_bytes"] / bw - f["k_rows"] * cycle_s) + f["last_bytes"] / bw
+    ends = np.maximum(f["first_bytes"] * inv_bpc - f["k_rows"], 0.0) + f["last_bytes"] * inv_bpc
+    return f["cycles"] + ends, _tiled_cycles(o[_TILED], inv_bpc, ends)
 
 
 def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
@@ -234,15 +264,25 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     hbm_bytes = np.asarray(hbm_bytes, np.float64)
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
     cs = k["cycle_s"]
+    bpc = glb_bw * cs           # GLB bytes per cycle at the op's bandwidth
+    inv_bpc = 1.0 / bpc
+    o1, o2, inv = _cycles_and_traffic(g, arch, k, c)
     out = []
-    for o in _cycles_and_traffic(g, arch, k, c):
-        compute = o[0] * cs + _ends_s(dict(zip(FIELDS, o)), glb_bw, cs)
-        tiled = _tile_time_s(o, glb_bw, cs)
-        glb_t = o[1] / glb_bw
-        glb_s = np.where(tiled > compute * (1 + 1e-12), np.maximum(glb_t, tiled), glb_t)
-        out.append((compute, o[1], glb_s, np.maximum(np.maximum(compute, glb_s), hbm_s)))
+    for o in ((o1, o2) if o2 is not o1 else (o1,)):
+        cyc, glb, k_rows, first_b, last_b, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
+        ends = np.maximum(first_b * inv_bpc - k_rows, 0.0) + last_b * inv_bpc
+        compute = cyc + ends
+        glb_c = glb * inv_bpc
+        stall = np.flatnonzero(bpc < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
+        if len(stall):
+            sub = o[_TILED].take(stall if inv is None else inv[stall], axis=1)
+            tiled = _tiled_cycles(sub, inv_bpc[stall], ends[stall])
+            glb_c[stall] = np.maximum(glb_c[stall], tiled)
+        out.append((compute, glb, glb_c, np.maximum(compute, glb_c)))
+    if len(out) == 1:
+        out.append(out[0])
     (c1, g1, s1, l1), (c2, g2, s2, l2) = out
     take = l2 < l1
-    return {"compute_s": np.where(take, c2, c1), "glb_s": np.where(take, s2, s1), "hbm_s": hbm_s,
-            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes,
-            "latency_s": np.minimum(l1, l2) + k["overhead"]}
+    lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
+    return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
+            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"]}
