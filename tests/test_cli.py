@@ -128,3 +128,14 @@ def test_chip_with_zero_cores_is_refused(capsys, tmp_path):
     code, out, err = run(capsys, "schedule", "--model", "bert-large", "--accelerator", str(f))
     assert code == 2 and "num_tc" in err and len(err.strip().splitlines()) == 1
 
+
+
+def test_validate_held_out_sets(capsys):
+    """--held-out alone is the first held-out set (34 Llama 3.1 runs), --held-out 2 the second (19 runs)."""
+    one = run_json(capsys, "validate", "--held-out")
+    two = run_json(capsys, "validate", "--held-out", "2")
+    assert len(one["time"]) == 34 and {g["group"] for g in one["groups"]} == {"dgxc Llama 3.1 BF16",
+                                                                              "dgxc Llama 3.1 FP8"}
+    assert len(two["time"]) == 19 and "MT-NLG 530B A100" in {g["group"] for g in two["groups"]}
+    code, out, err = run(capsys, "validate", "--held-out", "2", "--cases", "x.json")
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1 and "--held-out" in err

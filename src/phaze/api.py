@@ -369,20 +369,12 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
                   memory_reserve_gib: float | None = None, cp: int = 1):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
-    ``recompute``: one mode, or a sequence with one mode per pipeline stage. Runtime features as in
+    ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
     ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention)."""
     from phaze.errors import InfeasibleError
-    from phaze.placement import Plan, evaluate
+    from phaze.placement import Plan, Recompute, evaluate
 
-    if not isinstance(recompute, str):
-        modes = tuple(recompute)
-        if len(modes) == 1:
-            recompute = modes[0]
-        elif len(modes) != pp:
-            raise ConfigError(f"--recompute: give one mode or one per pipeline stage ({pp}), got {len(modes)}")
-        else:
-            recompute = modes
-
+    recompute = Recompute.parse(recompute, stages=pp, what="--recompute")
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                  interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib)

@@ -9,6 +9,7 @@ from phaze.hardware.cluster import Cluster, NetworkTier
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCost
 from phaze.placement.plan import Plan
+from phaze.placement.recompute import Recompute
 
 
 def lc(fwd, bwd, params=0, act=0.0, bf=0.0, bb=0.0, working=0.0, tied=0, bytes_per_param=(2, 4, 12)):
@@ -54,7 +55,8 @@ def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices,
     best = math.inf
     for s, c in costs_by_setting.items():
         for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
-            kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
+            kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
+                      recompute=Recompute.uniform(s.recompute),
                       sequence_parallel=s.sequence_parallel, zero1=z)
             plans = []
             for v in interleave_values:
@@ -85,9 +87,9 @@ def plan_shapes(s, L, B, devices, zero1):
 
 
 def mode_vectors(modes, p: int):
-    """Every per-stage recompute assignment (a plain mode when all stages agree, as the optimizer reports)."""
+    """Every per-stage recompute assignment (equal modes collapse to one, as the optimizer reports)."""
     for vec in itertools.product(modes, repeat=p):
-        yield vec[0] if len(set(vec)) == 1 else vec
+        yield Recompute(vec)
 
 
 def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices, interleave_values=(1,),

@@ -12,7 +12,7 @@ from helpers import lc
 from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.cluster import Cluster, NetworkTier
 from phaze.hardware.presets import get_accelerator, get_cluster
-from phaze.placement import Plan, evaluate
+from phaze.placement import Plan, Recompute, evaluate
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts, default_time_model
 from phaze.workload.zoo import get_model
@@ -113,7 +113,7 @@ def test_korthikanti_figure1_activation_memory(case, mode):
     p, t, v, mbs = case["pp"], case["tp"], case["pipeline_interleaving"], case["microbatch"]
     m = max(p, 1) * 8
     plan = Plan.balanced(model.num_layers, p, t, 1, mbs, m, interleave=v,
-                         recompute="selective" if mode == "seqsel" else "none",
+                         recompute=Recompute.uniform("selective" if mode == "seqsel" else "none"),
                          sequence_parallel=mode == "seqsel")
     ev = evaluate(plan, model, get_accelerator("a100-80g"), get_cluster("dgx-a100", p * t), mbs * m)
     got = ev.stages[0].activation_bytes / GiB
@@ -123,7 +123,8 @@ def test_korthikanti_figure1_activation_memory(case, mode):
 
 def test_evaluate_breakdown_adds_up():
     model = get_model("megatron-gpt2-8.3b")
-    plan = Plan.balanced(model.num_layers, 4, 8, 4, 2, 8, recompute="selective", sequence_parallel=True)
+    plan = Plan.balanced(model.num_layers, 4, 8, 4, 2, 8, recompute=Recompute.uniform("selective"),
+                         sequence_parallel=True)
     ev = evaluate(plan, model, get_accelerator("a100-80g"), get_cluster("dgx-a100", 128), 64)
     assert ev.iteration_time_s == pytest.approx(ev.pipeline_s + ev.dp_allreduce_s + ev.optimizer_step_s)
     assert ev.pipeline_s == pytest.approx(ev.steady_s + ev.bubble_s)
@@ -137,7 +138,8 @@ def test_per_stage_recompute_uses_each_stages_costs():
     none = two_stage_costs()
     full = LayerCosts(none.embedding, dataclasses.replace(none.block, bwd_s=9.0, activation_bytes=100),
                       none.head)
-    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4, recompute=("full", "none"))
+    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4,
+                recompute=Recompute(("full", "none")))
     ev = evaluate_costs(plan, {"none": none, "full": full}, FLAT, 4, DeviceSpec(1e12, 1e30, 1.0), num_blocks=2)
     assert [s.recompute for s in ev.stages] == ["full", "none"]
     assert ev.stages[0].time_per_microbatch_s == pytest.approx(1 + 2 + 3 + 9 + 1)

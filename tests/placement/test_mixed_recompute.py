@@ -15,6 +15,7 @@ from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.optimizer import best_plans_from_costs
+from phaze.placement.recompute import Recompute
 from phaze.workload.config import TrainSetting
 
 pos = st_.floats(min_value=0.01, max_value=10.0)
@@ -72,7 +73,7 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
             ev = evaluate_costs(plan, costs, cluster, m * d, dev, num_blocks=L, overlap_dp=overlap)
             if ev.fits:
                 best = min(best, ev.iteration_time_s)
-                if isinstance(rc, str):
+                if rc.is_uniform:
                     best_uniform = min(best_uniform, ev.iteration_time_s)
     return best, best_uniform
 
@@ -130,14 +131,14 @@ def test_search_with_per_stage_recompute_equals_brute_force(data, L, B, devices,
         return
     assert cands, reason
     assert math.isclose(cands[0].iteration_time_s, ref, rel_tol=1e-9), (cands[0], ref)
-    if not isinstance(cands[0].plan.recompute, str):
+    if not cands[0].plan.recompute.is_uniform:
         event("the best plan mixes modes")
     times = [x.iteration_time_s for x in cands]
     assert times == sorted(times)
     assert len({x.plan for x in cands}) == len(cands)
     for cand in cands:
-        if not isinstance(cand.plan.recompute, str):
-            assert len(set(cand.plan.recompute)) >= 2
+        if not cand.plan.recompute.is_uniform:
+            assert len(cand.plan.recompute.modes) >= 2
             event(f"a mixed plan among the candidates (v={cand.plan.interleave})")
         ev = evaluate_costs(cand.plan, cand.costs, cluster, B, dev, num_blocks=L, overlap_dp=overlap)
         assert ev.fits and math.isclose(ev.iteration_time_s, cand.iteration_time_s, rel_tol=1e-9)
@@ -163,13 +164,13 @@ def test_mixed_plan_strictly_beats_every_uniform_plan():
     by_mode = {s.recompute: c for s, c in costs.items()}
     sol = MixedPartitionProblem(by_mode, 4, 2, 4, st.Topology.of(cluster, 1, 1, 2), dev.hbm_bytes, False, True,
                                 dev.hbm_Bps).solve()
-    assert sol.blocks == (2, 2) and sol.modes == ("full", "none") and sol.recompute == ("full", "none")
+    assert sol.blocks == (2, 2) and sol.modes == ("full", "none") and sol.recompute == Recompute(("full", "none"))
     assert sol.objective_s == pytest.approx(38.0, rel=1e-6)
 
     cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(1,), top_k=2,
                                             per_stage_recompute=True)
     best = cands[0]
-    assert best.plan.recompute == ("full", "none") and best.plan.recompute_modes == ("full", "none")
+    assert best.plan.recompute.per_stage == ("full", "none") and best.plan.recompute_modes == ("full", "none")
     assert [r[1] - r[0] for r in best.plan.stages] == [3, 3]  # embedding + 2 blocks, 2 blocks + head
     assert best.iteration_time_s == pytest.approx(38.0, rel=1e-6)
     assert stats.mixed_solved >= 1
@@ -179,7 +180,7 @@ def test_mixed_plan_strictly_beats_every_uniform_plan():
     assert [s.recompute for s in ev.stages] == ["full", "none"]
     # every uniform plan is slower: all-full is the best of them, all-none does not fit
     uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(1,), top_k=0)
-    assert uniform[0].plan.recompute == "full" and uniform[0].iteration_time_s == pytest.approx(40.0, rel=1e-6)
+    assert uniform[0].plan.recompute == Recompute.uniform("full") and uniform[0].iteration_time_s == pytest.approx(40.0, rel=1e-6)
     none_only = {s: c for s, c in costs.items() if s.recompute == "none"}
     assert best_plans_from_costs(none_only, 4, cluster, 4, dev, interleave_values=(1,), top_k=0)[0] == []
 
@@ -191,7 +192,7 @@ def test_per_stage_recompute_is_opt_in_and_needs_two_modes():
     full_only = {s: c for s, c in costs.items() if s.recompute == "full"}
     cands, stats, _ = best_plans_from_costs(full_only, 4, cluster, 4, dev, interleave_values=(1,),
                                             per_stage_recompute=True)
-    assert stats.mixed_considered == 0 and cands[0].plan.recompute == "full"
+    assert stats.mixed_considered == 0 and cands[0].plan.recompute == Recompute.uniform("full")
 
 
 def test_interleaved_plan_mixes_modes_per_device():
@@ -203,11 +204,11 @@ def test_interleaved_plan_mixes_modes_per_device():
     cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(2,), top_k=3,
                                             per_stage_recompute=True)
     best = cands[0]
-    assert best.plan.interleave == 2 and best.plan.recompute == ("full", "none") and stats.mixed_solved >= 1
+    assert best.plan.interleave == 2 and best.plan.recompute.per_stage == ("full", "none") and stats.mixed_solved >= 1
     assert best.iteration_time_s == pytest.approx(
         brute_force_mixed(costs, 4, cluster, 4, dev, devices=2, interleave_values=(2,)), rel=1e-12)
     uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(2,), top_k=3)
-    assert [c.plan.recompute for c in uniform] == ["full"]  # all-none does not fit
+    assert [c.plan.recompute.to_json() for c in uniform] == ["full"]  # all-none does not fit
     assert best.iteration_time_s < uniform[0].iteration_time_s
     ev = evaluate_costs(best.plan, best.costs, cluster, 4, dev, num_blocks=4)
     assert ev.fits and ev.iteration_time_s == pytest.approx(best.iteration_time_s, rel=1e-12)

@@ -90,11 +90,11 @@ def test_optimize_mixes_recompute_per_stage_when_it_pays():
     mixed = optimize(model, A100, cluster, 1536, **kw)  # optimize() asserts optimizer == evaluate_costs
     uniform = optimize(model, A100, cluster, 1536, per_stage_recompute=False, **kw)
     assert uniform.stats.mixed_considered == 0 and mixed.stats.mixed_solved >= 1
-    assert all(isinstance(e.plan.recompute, str) for e in (uniform.best,) + uniform.alternatives)
+    assert all(e.plan.recompute.is_uniform for e in (uniform.best,) + uniform.alternatives)
     best = mixed.best
-    assert isinstance(best.plan.recompute, tuple) and set(best.plan.recompute) == {"none", "selective"}
+    assert not best.plan.recompute.is_uniform and set(best.plan.recompute.modes) == {"none", "selective"}
     assert best.iteration_time_s < uniform.best.iteration_time_s
     # the first stage stashes the most microbatches: it is the one that recomputes
-    assert best.plan.recompute[0] == "selective" and best.plan.recompute[-1] == "none"
+    assert best.plan.recompute_of(0) == "selective" and best.plan.recompute_of(best.plan.pp - 1) == "none"
     ev = evaluate(best.plan, model, A100, cluster, 1536)
     assert ev.fits and ev.iteration_time_s == pytest.approx(best.iteration_time_s, rel=1e-9)

@@ -80,3 +80,23 @@ def test_workers_exit_within_seconds_of_a_sigkill_of_the_search(tmp_path):
     t0 = time.time()
     left = _wait_gone(kids, PARENT_POLL_S + 10)
     assert left == [], f"workers {left} outlived their parent by {time.time() - t0:.1f} s"
+
+
+def test_local_pool_knows_its_workers_and_abort_ends_them_by_pid():
+    """The local pool knows its workers without the pool's private state: every task ran in one of them,
+    they are live children of this process, and ``abort`` ends them at once although a 60 s task is still
+    running."""
+    import multiprocessing as mp
+
+    from phaze.search.executor import LocalPool, abort
+
+    pool = LocalPool(2)
+    ran_in = {f.result(timeout=120) for f in [pool.submit(os.getpid) for _ in range(6)]}
+    pids = pool.worker_pids()
+    assert ran_in <= pids and 1 <= len(pids) <= 2 and os.getpid() not in pids
+    assert pids <= {p.pid for p in mp.active_children()}
+    busy = pool.submit(time.sleep, 60)
+    t0 = time.time()
+    abort(pool)
+    assert time.time() - t0 < 10 and busy.done()
+    assert _wait_gone(sorted(pids), 5) == [] and pool.worker_pids() == set()

@@ -1,6 +1,7 @@
-"""The 23 published runs (SC21 Table 1 on A100, NeMo on H100): packaged with their sources, every plan fits,
-and the time error per group stays within the bounds achieved today (NOT the issue's 5% / 10% goal: see the
-README's validation section for the figures)."""
+"""The 23 published runs (SC21 Table 1 on A100, NeMo on H100) and the two held-out sets: packaged with their
+sources, every plan of the 23 fits, the time error per group stays within the bounds achieved today, and the
+issue's goals (23 runs: 5% mean / 10% max; held-out: 6% / 12%) are asserted -- as strict xfails where they are
+NOT met (README's validation section has the figures)."""
 import json
 from importlib import resources
 
@@ -10,7 +11,9 @@ from phaze.validation import validate
 from phaze.validation.cases import RUNS_FILE, packaged_cases
 
 # |error| bounds actually achieved per group (mean, max), to catch regressions; the goal is 5% / 10%.
-ACHIEVED = {"SC21-T1": (4.5, 10.0), "NeMo": (8.0, 13.0)}
+ACHIEVED = {"SC21-T1": (4.5, 10.0), "NeMo": (7.0, 11.5)}
+RUNS_GOAL = (5.0, 10.0)  # mean, max |error| % over the 23 runs (issue 11)
+HELD_OUT_GOAL = (6.0, 12.0)  # mean, max |error| % on published runs the model was not built on (issue 11)
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +49,12 @@ def test_time_error_per_group_within_achieved_bounds(report):
         assert g.time_mean_abs_pct == pytest.approx(sum(errs) / len(errs))
 
 
+@pytest.mark.xfail(strict=True, reason="NOT met: 23 runs 5.52% mean / 11.12% max (SC21 4.24 / 9.78, NeMo 6.51 / "
+                                      "11.12: Nemotron-4 15B predicted 9-11% too fast); goal 5% / 10%")
+def test_goal_on_the_23_runs(report):
+    assert report.time_mean_abs_pct <= RUNS_GOAL[0] and report.time_max_abs_pct <= RUNS_GOAL[1]
+
+
 def test_held_out_runs_are_separate_and_reported():
     """The held-out runs (Llama 3.1 on H100, BF16 and FP8, context parallelism) are never in the default set
     the model is checked against; their figures are reported as they come (README), here only that they
@@ -59,6 +68,41 @@ def test_held_out_runs_are_separate_and_reported():
     assert set(groups) == {"dgxc Llama 3.1 BF16", "dgxc Llama 3.1 FP8"}
     assert groups["dgxc Llama 3.1 BF16"].time_mean_abs_pct <= HELD_OUT_ACHIEVED[0]
     assert rep.time_max_abs_pct <= HELD_OUT_ACHIEVED[1]
+    # the goal holds on this set (4.61% / 9.06%); it was seen while the model was built (README)
+    assert rep.time_mean_abs_pct <= HELD_OUT_GOAL[0] and rep.time_max_abs_pct <= HELD_OUT_GOAL[1]
 
 
-HELD_OUT_ACHIEVED = (4.5, 15.5)  # BF16 group mean, overall max |error| % today
+HELD_OUT_ACHIEVED = (4.5, 9.5)  # BF16 group mean, overall max |error| % today
+
+
+@pytest.fixture(scope="module")
+def held_out_2():
+    return validate("held-out-2")
+
+
+def test_second_held_out_set_is_packaged_with_sources():
+    """19 runs collected before the second accuracy pass, each with its source and its conversion, none in the
+    default set or the first held-out set."""
+    from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, load_cases
+    data = json.loads(resources.files("phaze.validation").joinpath("data", HELD_OUT2_FILE).read_text())
+    assert "before" in data["about"] and len(data["runs"]) == 19
+    for r in data["runs"]:
+        assert r["source"] and r["conversion"] and r["assumptions"] and r["measured_iteration_time_s"] > 0
+    labels = {c.label for c in packaged_cases(HELD_OUT2_FILE).time}
+    assert not labels & ({c.label for c in load_cases().time} | {c.label for c in packaged_cases(HELD_OUT_FILE).time})
+
+
+def test_second_held_out_set_within_the_figures_reported(held_out_2):
+    """Evaluated once after the mechanism work and reported as it came (README); these bounds only catch
+    regressions: 15.22% mean, 61.19% max, 16 of 19 fit."""
+    groups = {g.group: g for g in held_out_2.groups}
+    assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
+    assert held_out_2.time_mean_abs_pct <= 15.5 and held_out_2.time_max_abs_pct <= 61.5
+    assert sum(r.fits for r in held_out_2.time) >= 16
+
+
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 15.22% mean / 61.19% max (NeMo 24.07 FP8 "
+                                      "9.74 / 61.19, Megatron-Core H100 25.72 / 32.32, MT-NLG A100 23.16 / "
+                                      "24.90); goal 6% / 12%")
+def test_goal_on_the_second_held_out_set(held_out_2):
+    assert held_out_2.time_mean_abs_pct <= HELD_OUT_GOAL[0] and held_out_2.time_max_abs_pct <= HELD_OUT_GOAL[1]

@@ -226,7 +226,10 @@ def cmd_evaluate(args) -> int:
 def cmd_validate(args) -> int:
     if args.chip:
         return _validate_chip(args)
-    cases = "held-out" if getattr(args, "held_out", False) else args.cases
+    held = getattr(args, "held_out", None)
+    if held and args.cases:
+        raise ConfigError("validate: --held-out and --cases each choose the cases; give one of them")
+    cases = {"1": "held-out", "2": "held-out-2"}[held] if held else args.cases
     r = api.validate(cases, quiet=args.quiet or args.json)
     tables = []
     for g in r.groups:

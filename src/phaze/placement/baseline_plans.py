@@ -14,6 +14,7 @@ from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement.evaluation import evaluate
 from phaze.placement.plan import BaselineResult, Plan
+from phaze.placement.recompute import Recompute
 from phaze.workload.config import ModelConfig
 
 # (p, t, d) per zoo model name (phaze-paper.md, "Fixed hand-set plans"; p*t*d <= 1024)
@@ -46,7 +47,8 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
                 f = dict(features or {})
                 sp = sequence_parallel and t > 1
                 f["tp_overlap"] = bool(f.get("tp_overlap")) and sp  # TP overlap needs SP
-                plan = Plan.balanced(model.num_layers, p, t, d, mbs, m, recompute=rc, sequence_parallel=sp, **f)
+                plan = Plan.balanced(model.num_layers, p, t, d, mbs, m, recompute=Recompute.uniform(rc),
+                                     sequence_parallel=sp, **f)
                 ev = evaluate(plan, model, accelerator, cluster, global_batch, **kw)
                 if ev.fits:
                     if best_fit is None or ev.iteration_time_s < best_fit.iteration_time_s:

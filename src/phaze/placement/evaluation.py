@@ -17,10 +17,9 @@ from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
 from phaze.placement.plan import Evaluation, Plan, StageBreakdown
+from phaze.units import GiB
 from phaze.workload.config import ModelConfig
 
-
-GiB = 2**30
 # Memory a plan may not use, by default (``phaze plan`` / ``evaluate``): the CUDA context and kernel images
 # (~0.5 GiB per process), NCCL's communicator buffers (NCCL_BUFFSIZE 4 MiB per channel and peer, several
 # communicators: ~1 GiB), cuBLAS / cuDNN workspaces and the PyTorch caching allocator's fragmentation

@@ -87,16 +87,17 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
 
 def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
                        tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None) -> float:
-    """Every op on all cores of its kind, one after another; collectives on ``tier``, not overlapped unless
-    ``tp_overlap`` (then each TP all-gather / reduce-scatter hides behind its GEMM, ``phaze.cost.overlap``).
+    """Every op on all cores of its kind, one after another (plus the framework's extra kernels:
+    ``phaze.cost.gpu_framework``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP all-gather / reduce-scatter hides behind its GEMM, ``phaze.cost.overlap``).
     With context parallelism the K/V ring (``cp_bytes`` on ``cp_tier``) overlaps the flash-attention GEMMs
     in ``cp`` steps, the same pipelined form."""
     import numpy as np
 
     from phaze.cost import op_latency_s
     from phaze.cost.gpu import gpu_gemm_latency_s
+    from phaze.cost.gpu_framework import fp8_cast_s, megatron_vector_op
     from phaze.cost.overlap import overlap_pairs, pipelined_overlap_s
-    from phaze.workload.ops import Collective, Gemm, op_resource
+    from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
 
     arch = accelerator.as_arrays()
     lat = []
@@ -107,16 +108,20 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         elif isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
             lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
         else:
+            if isinstance(op, VectorOp):  # Megatron's unfused loss kernels (phaze.cost.gpu_framework)
+                op = megatron_vector_op(op)
             cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
             lat.append(float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0]))
-    extra = 0.0
+    # Transformer Engine's FP8 casts and transposes around the FP8 GEMMs (phaze.cost.gpu_framework)
+    extra = fp8_cast_s(graph, accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency,
+                       accelerator.op_overhead_s)
     if cp > 1 and cp_bytes > 0:
         from phaze.cost import p2p_latency_s
         from phaze.cost.gpu import is_flash
         flash = [i for i, op in enumerate(graph.ops) if isinstance(op, Gemm) and is_flash(op)]
         attn = sum(lat[i] for i in flash)
         ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
-        extra = pipelined_overlap_s(attn, ring, cp) - attn  # what the ring adds beyond the attention itself
+        extra += pipelined_overlap_s(attn, ring, cp) - attn  # what the ring adds beyond the attention itself
     if not tp_overlap or tp <= 1:
         return float(sum(lat)) + extra
     pairs = overlap_pairs(graph)

@@ -31,6 +31,7 @@ import numpy as np
 
 from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts
+from phaze.placement.recompute import Recompute
 
 INF = np.inf
 
@@ -87,9 +88,9 @@ class MixedSolution:
         return len(set(self.modes)) == 1
 
     @property
-    def recompute(self) -> str | tuple[str, ...]:
-        """The ``Plan.recompute`` value: one plain mode when every stage uses it."""
-        return self.modes[0] if self.uniform else self.modes
+    def recompute(self) -> Recompute:
+        """The ``Plan.recompute`` value."""
+        return Recompute(self.modes)
 
 
 class MixedPartitionProblem:

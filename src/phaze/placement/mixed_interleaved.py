@@ -22,6 +22,7 @@ from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.plan import Plan
+from phaze.placement.recompute import Recompute
 
 
 def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
@@ -32,7 +33,7 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
     modes = list(costs)
     T, R, M = [], [], []
     for r in modes:  # one evaluation per mode gives every device's figures under that mode
-        plan = Plan.balanced(num_blocks, p, interleave=v, recompute=r, **plan_kw)
+        plan = Plan.balanced(num_blocks, p, interleave=v, recompute=Recompute.uniform(r), **plan_kw)
         ev = evaluate_costs(plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
                             overlap_dp=overlap_dp)
         T.append([s.time_per_microbatch_s for s in ev.stages])
@@ -52,8 +53,7 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
     u, w = np.unravel_index(int(np.argmin(obj)), obj.shape)
     choice = np.argmin(np.where(ok[u, w], T, np.inf), axis=0)
     chosen = tuple(modes[int(k)] for k in choice)
-    rc = chosen[0] if len(set(chosen)) == 1 else chosen
-    plan = Plan.balanced(num_blocks, p, interleave=v, recompute=rc, **plan_kw)
+    plan = Plan.balanced(num_blocks, p, interleave=v, recompute=Recompute(chosen), **plan_kw)
     ev = evaluate_costs(plan, {r: costs[r] for r in set(chosen)}, cluster, global_batch, device,
                         num_blocks=num_blocks, overlap_dp=overlap_dp)
     return plan, ev.iteration_time_s

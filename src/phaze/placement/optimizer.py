@@ -40,10 +40,10 @@ from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_f
 from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
+from phaze.placement.recompute import Recompute
+from phaze.units import GiB
 from phaze.workload.config import ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
-
-GiB = 2**30
 
 
 def plan_features(s: TrainSetting, overlap_dp: bool) -> dict:
@@ -207,17 +207,18 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero1, k.num_microbatches
     topo = shared.topo(s.tp, k.sync_ranks, p)
     cap = device.hbm_bytes
-    kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m, recompute=s.recompute,
+    kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m,
+              recompute=Recompute.uniform(s.recompute),
               sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, **plan_features(s, overlap_dp))
     if k.mixed and v > 1:
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
         kw.pop("recompute")
         found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, **kw)
-        if found is None or isinstance(found[0].recompute, str):
+        if found is None or found[0].recompute.is_uniform:
             return None
         plan, obj = found
-        return Candidate(obj, plan, {r: c[r] for r in dict.fromkeys(plan.recompute)})
+        return Candidate(obj, plan, {r: c[r] for r in plan.recompute.modes})
     if k.mixed:
         counts.mixed_solved += 1
         counts.covered += math.comb(L + 1, p - 1) * len(c) ** p

@@ -7,11 +7,12 @@ t consecutive devices, a DP group d devices t apart, and neighbouring pipeline s
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Iterable, Mapping
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ATTENTION_KINDS, PRECISIONS, RECOMPUTE_MODES
+from phaze.placement.recompute import Recompute
+from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -20,8 +21,8 @@ class Plan:
 
     ``stages``: the (first_layer, last_layer_exclusive) ranges of the pipeline's virtual stages in order.
     With ``interleave`` = v > 1 there are p*v of them and virtual stage k runs on pipeline device k % p
-    (Megatron's interleaved 1F1B); with v = 1 they are the p pipeline stages. ``recompute`` is one mode
-    for every stage, or a tuple with one mode per pipeline device stage. ``zero1`` shards the optimizer
+    (Megatron's interleaved 1F1B); with v = 1 they are the p pipeline stages. ``recompute``: a
+    ``Recompute``, one mode for every stage or one per pipeline device stage. ``zero1`` shards the optimizer
     state (and its update) over the d data-parallel ranks (ZeRO stage 1 / Megatron distributed optimizer).
 
     Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
@@ -36,7 +37,7 @@ class Plan:
     dp: int
     microbatch_size: int
     num_microbatches: int
-    recompute: str | tuple[str, ...] = "none"
+    recompute: Recompute = Recompute.uniform("none")
     sequence_parallel: bool = False
     interleave: int = 1
     zero1: bool = False
@@ -77,18 +78,11 @@ class Plan:
                 raise ConfigError(f"plan: stage {r} must be a non-empty (first, last_exclusive) range")
         if len(st) % self.interleave:
             raise ConfigError(f"plan: {len(st)} virtual stages are not a multiple of interleave {self.interleave}")
-        rc = self.recompute
-        if isinstance(rc, (list, tuple)):
-            rc = tuple(rc)
-            object.__setattr__(self, "recompute", rc)
-            if len(rc) != self.pp:
-                raise ConfigError(f"plan: {len(rc)} per-stage recompute modes for {self.pp} pipeline stages")
-            modes = rc
-        else:
-            modes = (rc,)
-        for m in modes:
-            if m not in RECOMPUTE_MODES:
-                raise ConfigError(f"plan: recompute must be one of {', '.join(RECOMPUTE_MODES)}, got {m!r}")
+        if not isinstance(self.recompute, Recompute):
+            raise ConfigError(f"plan: recompute must be a Recompute (e.g. Recompute.parse('full')), "
+                              f"got {self.recompute!r}")
+        if self.recompute.stages not in (1, self.pp):
+            raise ConfigError(f"plan: {self.recompute.stages} per-stage recompute modes for {self.pp} pipeline stages")
 
     @property
     def pp(self) -> int:
@@ -111,11 +105,11 @@ class Plan:
         return self.stages[-1][1]
 
     def recompute_of(self, device_stage: int) -> str:
-        return self.recompute[device_stage] if isinstance(self.recompute, tuple) else self.recompute
+        return self.recompute.mode_of(device_stage)
 
     @property
     def recompute_modes(self) -> tuple[str, ...]:
-        return tuple(self.recompute_of(i) for i in range(self.pp))
+        return self.recompute.for_stages(self.pp)
 
     def chunks_of(self, device_stage: int) -> tuple[tuple[int, int], ...]:
         """The virtual stages (layer ranges) held by pipeline device ``device_stage``."""
@@ -123,18 +117,8 @@ class Plan:
 
     def describe(self) -> str:
         """One line; per-stage recompute modes as runs, e.g. "recompute=full*2/none*6"."""
-        if isinstance(self.recompute, str):
-            rc = self.recompute
-        else:
-            runs = [[self.recompute[0], 0]]
-            for mode in self.recompute:
-                if mode == runs[-1][0]:
-                    runs[-1][1] += 1
-                else:
-                    runs.append([mode, 1])
-            rc = "/".join(mode if n == 1 else f"{mode}*{n}" for mode, n in runs)
         s = (f"p={self.pp} t={self.tp} {'cp=%d ' % self.cp if self.cp > 1 else ''}d={self.dp} mbs={self.microbatch_size} m={self.num_microbatches} "
-             f"recompute={rc}")
+             f"recompute={self.recompute.describe()}")
         if self.sequence_parallel:
             s += " sp"
         if self.interleave > 1:
@@ -154,11 +138,20 @@ class Plan:
     def to_dict(self) -> dict:
         return {"pp": self.pp, "tp": self.tp, "dp": self.dp, "microbatch_size": self.microbatch_size,
                 "num_microbatches": self.num_microbatches,
-                "recompute": self.recompute if isinstance(self.recompute, str) else list(self.recompute),
+                "recompute": self.recompute.to_json(),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
                 "tp_overlap": self.tp_overlap, "dp_overlap": self.dp_overlap, "cp": self.cp,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
+
+    @classmethod
+    def from_dict(cls, d: Mapping) -> "Plan":
+        """The plan ``to_dict`` wrote (derived keys such as pp and devices are ignored; recompute as a plain
+        mode or a per-stage list, as stored files hold it)."""
+        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
+        kw["stages"] = tuple(tuple(r) for r in kw["stages"])
+        kw["recompute"] = Recompute.parse(kw.get("recompute", "none"), what="plan: recompute")
+        return cls(**kw)
 
     @classmethod
     def balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,

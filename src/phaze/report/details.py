@@ -56,12 +56,7 @@ def _model_from(d: dict):
 
 def _plan_from(d: dict):
     from phaze.placement import Plan
-    known = {f.name for f in fields(Plan)}
-    kw = {k: v for k, v in d.items() if k in known}
-    kw["stages"] = tuple(tuple(r) for r in kw["stages"])
-    if isinstance(kw.get("recompute"), list):
-        kw["recompute"] = tuple(kw["recompute"])
-    return Plan(**kw)
+    return Plan.from_dict(d)
 
 
 def winner_chip(spec: dict, row: dict) -> Accelerator:

@@ -68,18 +68,56 @@ def _watch_parent(parent_pid: int) -> None:
     threading.Thread(target=watch, name="phaze-parent-watch", daemon=True).start()
 
 
+class _RecordingSpawnContext(mp.context.SpawnContext):
+    """The spawn start method, remembering every process it creates: ``ProcessPoolExecutor`` launches its
+    workers through the ``mp_context`` it is given, so the pool's owner knows them without reading the
+    pool's private state."""
+
+    def __init__(self) -> None:
+        self.processes: list[mp.process.BaseProcess] = []
+
+    def Process(self, *args, **kwargs):  # noqa: N802 (the context's factory name)
+        p = mp.context.SpawnProcess(*args, **kwargs)
+        self.processes.append(p)
+        return p
+
+
+class LocalPool(cf.ProcessPoolExecutor):
+    """The local process pool (spawn start method). Its workers watch their parent; ``abort`` ends them at
+    once, including one still starting, through the ``Process`` objects its context recorded."""
+
+    def __init__(self, workers: int) -> None:
+        self._context = _RecordingSpawnContext()
+        super().__init__(max_workers=workers, mp_context=self._context, initializer=_watch_parent,
+                         initargs=(os.getpid(),))
+
+    def worker_pids(self) -> set[int]:
+        """PIDs of the workers alive now."""
+        return {p.pid for p in list(self._context.processes) if p.is_alive()}
+
+    def abort(self) -> None:
+        """Cancel queued tasks and end the workers now (their running tasks are lost)."""
+        procs = list(self._context.processes)
+        self.shutdown(wait=False, cancel_futures=True)
+        for p in procs:
+            try:
+                p.terminate()
+            except (OSError, AttributeError, ValueError):  # already reaped / never started / closed
+                pass
+        for p in procs:
+            try:
+                p.join(timeout=5)
+            except (AssertionError, ValueError):  # never started / closed
+                pass
+
+
 def abort(executor: cf.Executor) -> None:
-    """Stop now: cancel queued tasks and end the worker processes of a local pool (on Ctrl-C the terminal
-    signals them too, but a SIGTERM or an error reaches only this process)."""
-    procs = list((getattr(executor, "_processes", None) or {}).values())
-    executor.shutdown(wait=False, cancel_futures=True)
-    for p in procs:
-        try:
-            p.terminate()
-        except (OSError, AttributeError):
-            pass
-    for p in procs:
-        p.join(timeout=5)
+    """Stop now: cancel queued tasks and, for the local pool, end its worker processes (on Ctrl-C the
+    terminal signals them too, but a SIGTERM or an error reaches only this process)."""
+    if isinstance(executor, LocalPool):
+        executor.abort()
+    else:
+        executor.shutdown(wait=False, cancel_futures=True)
 
 
 def make_executor(backend: str, workers: int, address: str | None = None) -> cf.Executor:
@@ -91,5 +129,4 @@ def make_executor(backend: str, workers: int, address: str | None = None) -> cf.
         raise PhazeError(f"unknown --backend {backend!r}; use local or ray")
     if workers == 1:
         return InlineExecutor()
-    return cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"),
-                                  initializer=_watch_parent, initargs=(os.getpid(),))
+    return LocalPool(workers)

@@ -27,12 +27,12 @@ def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, glob
         return {}
     from phaze.placement.evaluation import evaluate
     from phaze.placement.plan import Plan
+    from phaze.placement.recompute import Recompute
     from phaze.placement.power import plan_power
 
-    rc = plan_json["recompute"]
     plan = Plan(stages=tuple(tuple(r) for r in plan_json["stages"]), tp=plan_json["tp"], dp=plan_json["dp"],
                 microbatch_size=plan_json["microbatch_size"], num_microbatches=plan_json["num_microbatches"],
-                recompute=rc if isinstance(rc, str) else tuple(rc),
+                recompute=Recompute.parse(plan_json["recompute"], what="stored plan: recompute"),
                 sequence_parallel=plan_json["sequence_parallel"], interleave=plan_json["interleave"],
                 zero1=plan_json["zero1"])
     ev = evaluate(plan, model, acc, cluster, global_batch)

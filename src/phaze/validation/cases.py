@@ -39,6 +39,7 @@ Mode = Literal["none", "seq", "sel", "seqsel", "full"]
 DEFAULT_FILE = "published_measurements.json"
 RUNS_FILE = "published_runs.json"  # 23 published runs (SC21, NeMo), the model is checked against
 HELD_OUT_FILE = "held_out_runs.json"  # further published runs the model is never tuned on
+HELD_OUT2_FILE = "held_out2_runs.json"  # a second held-out set, collected before the second accuracy pass
 DEFAULT_FILES = (DEFAULT_FILE, RUNS_FILE)
 
 

@@ -18,8 +18,9 @@ from pathlib import Path
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, plan_costs
 from phaze.placement.plan import Plan
+from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
-from phaze.validation.cases import HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
+from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
 from phaze.units import GiB
 
@@ -93,13 +94,13 @@ def _err(pred: float, meas: float) -> float:
 def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str, **features) -> Plan:
     recompute, sp = MODES[mode]
     return Plan.balanced(model.num_layers, pp, tp, dp, mbs, gb // (mbs * dp), interleave=v,
-                         recompute=recompute, sequence_parallel=sp and tp > 1, **features)
+                         recompute=Recompute.uniform(recompute), sequence_parallel=sp and tp > 1, **features)
 
 
 def _time(c: TimeCase) -> TimeResult:
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
-        interleave=c.interleave, recompute=c.recompute or MODES[c.mode][0],
+        interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
         sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
         attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp)
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
@@ -143,12 +144,14 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 
 
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
-    """Evaluate every case (default: the packaged published measurements and runs; "held-out": the packaged
-    runs the model is never tuned on; or a Cases object or a path to a cases JSON file) and return predicted
-    vs measured with signed % errors, whether each plan fits, and the summaries per group and overall.
-    ``progress``: report each case as it finishes (default: silent)."""
+    """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2":
+    the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` / ``HELD_OUT2_FILE``; or a Cases object or
+    a path to a cases JSON file) and return predicted vs measured with signed % errors, whether each plan fits,
+    and the summaries per group and overall. ``progress``: report each case as it finishes (default: silent)."""
     if cases == "held-out":
         cases = packaged_cases(HELD_OUT_FILE)
+    elif cases == "held-out-2":
+        cases = packaged_cases(HELD_OUT2_FILE)
     elif not isinstance(cases, Cases):
         cases = load_cases(cases)
     prog = progress or Progress(quiet=True)

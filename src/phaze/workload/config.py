@@ -7,7 +7,7 @@ from typing import Literal
 from phaze.errors import ConfigError
 from phaze.limits import check
 
-Recompute = Literal["none", "selective", "full"]
+RecomputeMode = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
 # The layer sequence every model is cut into (embedding, num_layers blocks, head), and the two passes of each:
 # defined here once for every stage.
@@ -169,7 +169,7 @@ class TrainSetting:
     seq_len: int
     tp: int = 1
     sequence_parallel: bool = False
-    recompute: Recompute = "none"
+    recompute: RecomputeMode = "none"
     bytes_per_element: int = 2
     attention: str = "standard"
     precision: str = "fp16"

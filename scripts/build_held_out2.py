@@ -1,0 +1,194 @@
+"""Builds src/phaze/validation/data/held_out2_runs.json: the second held-out set of published runs (issue 11).
+
+Collected 2026-12-01 22:25-22:45 UTC, BEFORE any change to the time model made with it in view (the model
+was not evaluated on these runs while the mechanisms were developed). Each run's measured step time is
+stated by its source or converted from its published throughput as written in the run's 'conversion'.
+Run: python scripts/build_held_out2.py (writes the JSON; it reads nothing outside this script).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "src/phaze/validation/data/held_out2_runs.json"
+COLLECTED = "2026-12-01 (22:25-22:45 UTC), before the time-model changes of issue 11's second pass"
+
+NEMO_SRC = ("github NVIDIA/NeMo docs/source/performance/performance_summary.md (commit "
+            "070a0bb168d405d653b9734c0017cf5078e77c0d), 'Pretraining' table: NeMo 24.07 container, DGX-H100, "
+            "FP8; columns #-GPUs, GBS, MBS, Sequence Length, TP, PP, CP, VP, Tokens/sec/GPU")
+LAUNCHER = "github NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{}.yaml (commit 26e42fa)"
+
+GPT_BPE = 50257  # GPT2BPETokenizer (the launcher's gpt3 configs), padded to 128 x TP
+
+
+def gpt(name, layers, hidden, heads, seq, vocab=GPT_BPE, tied=True):
+    return {"name": name, "num_layers": layers, "hidden": hidden, "heads": heads, "ffn": 4 * hidden,
+            "vocab": vocab, "seq_len": seq, "norm": "layernorm", "mlp": "gelu", "position": "learned",
+            "bias": True, "dropout": True, "tied_embeddings": tied, "max_tp": 8, "vocab_pad_multiple": 128}
+
+
+def llama(name, layers, hidden, heads, kv, ffn, vocab, seq):
+    return {"name": name, "num_layers": layers, "hidden": hidden, "heads": heads, "kv_heads": kv, "ffn": ffn,
+            "vocab": vocab, "seq_len": seq, "norm": "rmsnorm", "mlp": "swiglu", "position": "rotary",
+            "bias": False, "dropout": False, "tied_embeddings": False, "max_tp": 8, "vocab_pad_multiple": 128}
+
+
+def nemotron(name, layers, hidden, heads, kv, ffn, seq=4096):
+    m = {"name": name, "num_layers": layers, "hidden": hidden, "heads": heads, "ffn": ffn, "vocab": 256000,
+         "seq_len": seq, "norm": "layernorm", "mlp": "gelu", "position": "rotary", "bias": False,
+         "dropout": False, "tied_embeddings": False, "max_tp": 8, "vocab_pad_multiple": 128,
+         "rotary_fraction": 0.5}
+    if kv:
+        m["kv_heads"] = kv
+    return m
+
+
+# NeMo 24.07 DGX-H100 FP8 pre-training table: (label, model, launcher config, gpus, gbs, mbs, seq, tp, pp, cp, vp,
+# tokens/s/GPU, recompute)
+NEMO = [
+    ("GPT3-5B", gpt("nemo-gpt3-5b", 24, 4096, 32, 2048), "gpt3/5b", 64, 2048, 4, 2048, 1, 1, 1, 1, 22521, "none"),
+    ("GPT3-20B", gpt("nemo-gpt3-20b", 44, 6144, 48, 2048), "gpt3/20b", 64, 256, 2, 2048, 2, 1, 1, 1, 5851, "none"),
+    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 128, 256, 1, 2048, 4, 8, 1, 6, 726, "none"),
+    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 782, "none"),
+    ("LLAMA2-7B", llama("llama2-7b", 32, 4096, 32, None, 11008, 32000, 4096), "llama/llama2_7b",
+     8, 128, 1, 4096, 1, 1, 1, 1, 16847, "none"),
+    ("LLAMA2-13B", llama("llama2-13b", 40, 5120, 40, None, 13824, 32000, 4096), "llama/llama2_13b",
+     16, 128, 1, 4096, 1, 4, 1, 10, 8646, "none"),
+    ("LLAMA2-70B", llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096), "llama/llama2_70b",
+     64, 128, 1, 4096, 4, 4, 1, 20, 1707, "none"),
+    ("Nemotron-8B", nemotron("nemotron3-8b", 32, 4096, 32, None, 16384), "nemotron/nemotron_8b",
+     64, 256, 4, 4096, 2, 1, 1, 1, 12701, "none"),
+    ("Nemotron-22B", nemotron("nemotron3-22b", 40, 6144, 48, None, 24576), "nemotron/nemotron_22b",
+     64, 256, 2, 4096, 2, 4, 1, 10, 4256, "none"),
+    ("Nemotron-340B", nemotron("nemotron4-340b", 96, 18432, 96, 8, 73728), "nemotron/nemotron_340b",
+     128, 32, 1, 4096, 8, 8, 1, 12, 322, "selective"),
+    ("LLAMA3-8B", llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192), "llama/llama3_8b",
+     8, 128, 1, 8192, 1, 1, 2, 1, 12036, "none"),
+    ("LLAMA3-70B", llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192), "llama/llama3_70b",
+     64, 128, 1, 8192, 4, 4, 2, 5, 1533, "none"),
+]
+
+
+def nemo_runs():
+    out = []
+    for label, model, cfg, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps, recompute in NEMO:
+        dp = gpus // (tp * pp * cp)
+        t = gbs * seq / (tps * gpus)
+        assumptions = [
+            f"model architecture from the NeMo launcher config {cfg}.yaml (layers, hidden, heads, query groups, "
+            "FFN, norm, activation, positions, bias, tied embeddings); GPT-3 vocabulary = GPT-2 BPE 50257",
+            "precision fp8 (the table is FP8: Transformer Engine hybrid E4M3/E5M2, delayed scaling)",
+            "fused attention (cuDNN via Transformer Engine, the NeMo 24.07 default) -> flash",
+            "distributed optimizer (optim mcore_distributed_optim) -> zero1; overlapped grad reduce (overlap_grad_sync)",
+            "sequence parallelism and TP-communication overlap (userbuffers) whenever TP > 1",
+            f"activation recompute {recompute} (the launcher config's activations_checkpoint_granularity)",
+        ]
+        if "nemotron" in model["name"]:
+            assumptions.append("squared-ReLU MLP modelled as 'gelu' (as published_runs.json does); layernorm1p as "
+                               "layernorm; rotary on half of each head")
+        if label.startswith("LLAMA3"):
+            assumptions.append("context parallelism 2 (the table's CP); close to held_out_runs.json's Llama 3.1 "
+                               "runs (same architecture, NeMo 24.09) -- not an independent model family")
+        out.append({
+            "case": f"NeMo 24.07 {label} FP8 ({gpus} GPUs)", "group": "NeMo 24.07 FP8", "source": NEMO_SRC,
+            "accelerator": "h100-80g", "cluster": "dgx-h100", "devices": gpus, "tp": tp, "pp": pp, "dp": dp,
+            "cp": cp, "mbs": mbs, "global_batch": gbs, "interleave": vp, "recompute": recompute,
+            "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "fp8",
+            "tp_comm_overlap": tp > 1, "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
+            "conversion": f"T = GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tps} x {gpus}) = {t:.4f} s "
+                          f"(tokens/s/GPU published to integer precision)",
+            "assumptions": assumptions, "model": model})
+    return out
+
+
+# Megatron-LM README (github NVIDIA/Megatron-LM images/model_table.png, added in commit f2e5db4 "New scaling
+# figures on H100 GPUs", Megatron-Core r0.8.0): vocab 131072, seq 4096, H100. Only the rows with pipeline size 1:
+# the rows with PP > 1 do not state the interleaving, which sets their pipeline bubble.
+MLM_SRC = ("github NVIDIA/Megatron-LM README.md 'Training Speed and Scalability' + images/model_table.png (commit "
+           "f2e5db402c44ae309aa6448bcb4ae87e8ae0f5f4, Megatron-Core r0.8.0, H100): model size, heads, hidden, "
+           "layers, TP, PP, DP, GPUs, batch size, per-GPU teraFLOP/s")
+MLM = [  # (label, heads, hidden, layers, tp, pp, dp, gpus, batch, tflops)
+    ("1.7B", 16, 2048, 24, 1, 1, 48, 48, 192, 408.8),
+    ("7.1B", 32, 4096, 30, 2, 1, 48, 96, 192, 465.9),
+    ("16B", 48, 6144, 32, 4, 1, 48, 192, 192, 489.1),
+    ("32B", 56, 7168, 48, 8, 1, 48, 384, 192, 459.6),
+]
+
+
+def megatron_flops(batch, seq, layers, hidden, vocab):
+    """megatron/training/training.py num_floating_point_operations at commit f2e5db4 (MHA, ffn = 4h, no SwiGLU):
+    12 B s L h^2 ((1 + 1 + s/h) + 4 + V/(2 L h))."""
+    return 12 * batch * seq * layers * hidden ** 2 * ((2 + seq / hidden) + 4 + vocab / (2 * layers * hidden))
+
+
+def mlm_runs():
+    out = []
+    for label, heads, hidden, layers, tp, pp, dp, gpus, batch, tflops in MLM:
+        f = megatron_flops(batch, 4096, layers, hidden, 131072)
+        t = f / (tflops * 1e12 * gpus)
+        model = gpt(f"mlm-h100-gpt-{label.lower()}", layers, hidden, heads, 4096, vocab=131072)
+        out.append({
+            "case": f"Megatron-LM H100 GPT {label} ({gpus} GPUs)", "group": "Megatron-Core r0.8 H100",
+            "source": MLM_SRC, "accelerator": "h100-80g", "cluster": "dgx-h100", "devices": gpus, "tp": tp,
+            "pp": pp, "dp": dp, "mbs": 1, "global_batch": batch, "interleave": 1, "recompute": "none",
+            "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "bf16",
+            "tp_comm_overlap": tp > 1, "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
+            "conversion": f"T = F / (X x GPUs), F = 12 B s L h^2 (2 + s/h + 4 + V/(2 L h)) (Megatron-LM "
+                          f"num_floating_point_operations at the commit) = {f:.4e} FLOP, X = {tflops} TFLOP/s "
+                          f"=> {t:.4f} s",
+            "assumptions": [
+                "micro-batch size 1 (not stated); no interleaving needed (PP = 1)",
+                "bf16 (not stated; the MFU column is against the 989 TFLOP/s BF16 peak)",
+                "no activation recompute (not stated)",
+                "fused attention (Transformer Engine cuDNN attention, Megatron-Core's default) -> flash",
+                "--overlap-grad-reduce --overlap-param-gather (README) -> distributed optimizer (zero1) and "
+                "overlapped reduce; --tp-comm-overlap (README) with sequence parallelism when TP > 1",
+                "GPT architecture of Megatron's defaults: learned positions, LayerNorm, GELU, ffn 4h, biases, "
+                "dropout 0.1, tied embeddings"],
+            "model": model})
+    return out
+
+
+# MT-NLG 530B on Selene (DGX A100 80 GB, HDR InfiniBand).
+MTNLG_SRC = ("Smith et al., 'Using DeepSpeed and Megatron to Train Megatron-Turing NLG 530B', arXiv 2201.11990, "
+             "Sec. 2-3: 105 layers, hidden 20480, 128 heads, seq 2048, global batch 1920, 8-way TP x 35-way PP, "
+             "iteration time 60.1 / 50.2 / 44.4 s on 280 / 350 / 420 DGX A100 nodes (126 / 121 / 113 TFLOP/s per "
+             "GPU); the figures as quoted in github cli99/llm-analysis examples/megatron-turing-nlg/README.md")
+MTNLG = [(2240, 8, 60.1), (2800, 10, 50.2), (3360, 12, 44.4)]
+
+
+def mtnlg_runs():
+    out = []
+    for gpus, dp, t in MTNLG:
+        out.append({
+            "case": f"MT-NLG 530B A100 ({gpus} GPUs)", "group": "MT-NLG 530B A100", "source": MTNLG_SRC,
+            "accelerator": "a100-80g", "cluster": "dgx-a100", "devices": gpus, "tp": 8, "pp": 35, "dp": dp,
+            "mbs": 1, "global_batch": 1920, "interleave": 1, "recompute": "full", "sequence_parallel": False,
+            "zero1": True, "attention": "standard", "precision": "bf16", "tp_comm_overlap": False,
+            "overlap_grad_reduce": False, "measured_iteration_time_s": t,
+            "conversion": "none: iteration time stated",
+            "assumptions": [
+                "micro-batch size 1 (not stated in the quoted text)",
+                "full activation recompute (DeepSpeed activation checkpointing; not stated in the quoted text)",
+                "DeepSpeed ZeRO stage 1 over the data-parallel ranks (the paper's 3D parallelism) -> zero1; "
+                "gradient reduce not overlapped",
+                "DeepSpeed 1F1B pipeline without interleaving; no sequence parallelism (2021 code)",
+                "standard (materialised) attention, bf16 mixed precision",
+                "GPT-2 BPE vocabulary 50257, learned positions, LayerNorm, GELU, ffn 4h, tied embeddings"],
+            "model": gpt("mt-nlg-530b", 105, 20480, 128, 2048)})
+    return out
+
+
+def main() -> None:
+    doc = {"about": ("Second held-out set of published runs (issue 11). Collected " + COLLECTED + ": NeMo 24.07 "
+                     "FP8 pre-training on DGX H100 (12 runs, 10 models), Megatron-Core r0.8 H100 weak scaling (the "
+                     "4 rows with PP = 1) and MT-NLG 530B on DGX A100 (3 runs). phaze's constants are never set "
+                     "from these; the set was evaluated once, after the mechanism work was finished. Same fields "
+                     "as held_out_runs.json; built by scripts/build_held_out2.py."),
+           "runs": nemo_runs() + mlm_runs() + mtnlg_runs()}
+    OUT.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"{OUT}: {len(doc['runs'])} runs")
+
+
+if __name__ == "__main__":
+    main()
