@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, RECOMPUTE_MODES, ModelConfig, TrainSetting
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -343,8 +343,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
         kw["microbatch_sizes"] = tuple(microbatch_sizes)
     if recompute_modes:
         for r in recompute_modes:
-            if r not in ("none", "selective", "full"):
-                raise ConfigError(f"--recompute: unknown mode {r!r}; use none, selective or full")
+            if r not in RECOMPUTE_MODES:
+                raise ConfigError(f"--recompute: unknown mode {r!r}; use {', '.join(RECOMPUTE_MODES)}")
         kw["recompute_modes"] = tuple(recompute_modes)
     if cp_values:
         cps = tuple(cp_values)

@@ -58,8 +58,8 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                    help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
                         "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
     p.add_argument("--dp-overlap", action="store_true",
-                   help="overlap the data-parallel gradient reduce with the backward pass, bucketed "
-                        "(default: off)")
+                   help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
+                        "--zero1 the parameter all-gather with the next forward (default: off)")
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
                         "fragmentation) (default: 3)")

@@ -74,6 +74,28 @@ class Cluster:
                     idx = max(idx, names.index(name))
         return self.tiers[idx]
 
+    def ring_tier(self, group_size: int, stride: int = 1, role: str | None = None) -> NetworkTier:
+        """The tier a ring collective (all-reduce, reduce-scatter, all-gather) of the group runs at: that of
+        ``tier_for_group``, with the bandwidth of every group member inside one group of the tier below.
+
+        A ring enters and leaves each node once, and NCCL runs one ring (channel) per NIC of the group's
+        GPUs in the node, so with k members per node the k NICs carry the inter-node traffic together: the
+        bus bandwidth is min(k x one device's share of the slow tier, the fast tier's), not one device's
+        share (``bandwidth_Bps`` is per device). NCCL's maintainers: "Ring Allreduce requires data to go
+        through each GPU and enter/exit the node once" (github NVIDIA/nccl issue #687); measured there on
+        DGX-2 nodes, a 1.6 GB ring all-reduce over 8 GPUs takes 363 ms at 1 GPU per node, 173 ms at 2 GPUs
+        (2 NICs) per node (NVIDIA/nccl issue #569). A point-to-point send stays at one device's share."""
+        tier = self.tier_for_group(group_size, stride, role)
+        idx = self.tiers.index(tier)
+        if group_size <= 1 or idx == 0:
+            return tier
+        below = self.tiers[idx - 1]
+        k = max(1, min(group_size, below.devices_per_group // max(1, stride)))
+        if k == 1:
+            return tier
+        bw = min(k * tier.effective_bandwidth_Bps, below.effective_bandwidth_Bps)
+        return NetworkTier(tier.name, tier.devices_per_group, bw, tier.latency_s, 1.0)
+
     def with_devices(self, num_devices: int) -> "Cluster":
         """The same network with at most its own number of devices (a plan on part of it)."""
         if not 0 < num_devices <= self.num_devices:

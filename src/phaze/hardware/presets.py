@@ -203,7 +203,9 @@ def load_accelerator_file(path: str) -> Accelerator:
 # 300 GB/s on DGX A100 NVLink3 for large messages, ~360-370 GB/s of 450 GB/s on DGX H100 NVLink4
 # (NVIDIA nccl-tests results / DGX user guides) -> 230/300 = 0.767 (NVLink3), 360/450 = 0.8 (NVLink4);
 # InfiniBand rings reach ~90% of line rate (nccl-tests busbw ~22-23 GB/s per 200 Gb/s HDR HCA,
-# ~45 GB/s per 400 Gb/s NDR HCA) -> 0.9.
+# ~45 GB/s per 400 Gb/s NDR HCA; NCCL's maintainers: "For NDR @ 400Gbps you should see 46-48GB/s per NIC",
+# github NVIDIA/nccl-tests issue #290) -> 0.9. A ring over k GPUs of a node uses their k NICs
+# (Cluster.ring_tier).
 NVLINK3_EFFICIENCY = 230e9 / 300e9
 NVLINK4_EFFICIENCY = 360e9 / 450e9
 INFINIBAND_EFFICIENCY = 0.90

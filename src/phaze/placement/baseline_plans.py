@@ -15,7 +15,7 @@ from phaze.hardware.cluster import Cluster
 from phaze.placement.evaluation import evaluate
 from phaze.placement.plan import BaselineResult, Plan
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import ModelConfig
+from phaze.workload.config import RECOMPUTE_MODES, ModelConfig
 
 # (p, t, d) per zoo model name (phaze-paper.md, "Fixed hand-set plans"; p*t*d <= 1024)
 PAPER_PLANS: dict[str, tuple[int, int, int]] = {
@@ -78,7 +78,7 @@ def _unused_note(ev, global_batch: int) -> str:
 
 def paper_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
                    devices: int | None = None, microbatch_sizes=(1, 2, 4, 8, 16),
-                   recompute_modes=("none", "selective", "full"), **kw) -> BaselineResult:
+                   recompute_modes=RECOMPUTE_MODES, **kw) -> BaselineResult:
     name = "paper"
     shape = PAPER_PLANS.get(model.name)
     if shape is None:

@@ -65,15 +65,17 @@ def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: i
         base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
         parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
                  np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps), float), np.asarray(base, float),
-                 np.asarray(s.activation_bytes, float) * np.ones(L + 1), np.asarray(s.params, float) * np.ones(L + 1))
+                 np.asarray(s.activation_bytes, float) * np.ones(L + 1), np.asarray(s.params, float) * np.ones(L + 1),
+                 np.asarray(st.param_gather_s(s.weight_bytes, topo, zero1), float) * np.ones(L + 1),
+                 np.asarray(s.fwd_s, float) * np.ones(L + 1))
         for x in parts:
             x.setflags(write=False)
         if cache is not None:
             cache[key] = parts
-    T, sync, bwd_s, opt_s, base, act, params = parts
+    T, sync, bwd_s, opt_s, base, act, params, gather, fwd_s = parts
     if e != h:
         sync = sync + st.tied_sync_s(c, topo)
-    R = st.exposed_sync_s(sync, bwd_s, overlap, params, topo.dp) + opt_s
+    R = st.exposed_sync_s(sync, bwd_s, overlap, params, topo.dp, gather, fwd_s) + opt_s
     return KindRow(T, np.asarray(R, float) * np.ones(L + 1), base, act)
 
 

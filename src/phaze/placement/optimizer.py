@@ -42,7 +42,7 @@ from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.placement.recompute import Recompute
 from phaze.units import GiB
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
 
@@ -321,7 +321,7 @@ def default_tp_values(model: ModelConfig, cluster: Cluster, devices: int) -> tup
 
 def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
              devices: int | None = None, microbatch_sizes: Iterable[int] = (1, 2, 4, 8, 16),
-             recompute_modes: Iterable[str] = ("none", "selective", "full"),
+             recompute_modes: Iterable[str] = RECOMPUTE_MODES,
              tp_values: Iterable[int] | None = None, interleave_values: Iterable[int] = (1, 2, 4),
              sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = (False, True),
              top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",

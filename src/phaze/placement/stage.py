@@ -90,7 +90,7 @@ class Topology:
 
     @classmethod
     def of(cls, cluster: Cluster, tp: int, dp: int, pp: int) -> "Topology":
-        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1, "tp"), cluster.tier_for_group(dp, tp, "dp"),
+        return cls(tp, dp, pp, cluster.tier_for_group(tp, 1, "tp"), cluster.ring_tier(dp, tp, "dp"),
                    cluster.tier_for_group(2, tp * dp, "pp"),
                    cluster.tier_for_group(2, max(pp - 1, 1) * tp * dp, "dp"))
 
@@ -132,15 +132,25 @@ def send_s(c: LayerCosts, nbytes, pp_tier: NetworkTier, tp_tier: NetworkTier):
     return p2p_s(nb / g, pp_tier) + _vec(lambda b: all_gather_latency_s(b, g, tp_tier), nb)
 
 
+def param_gather_s(weight_bytes, topo: Topology, zero1: bool):
+    """The all-gather of the updated weights over the d replicas with ZeRO-1 (0 without, or d = 1)."""
+    from phaze.cost import all_gather_latency_s
+    d, tier = topo.dp, topo.dp_tier
+    if d <= 1 or not zero1:
+        return np.zeros(np.shape(weight_bytes)) if np.ndim(weight_bytes) else 0.0
+    return _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes)
+
+
 def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero1: bool):
-    """Gradient synchronisation over the d replicas of a stage (0 when d = 1)."""
-    from phaze.cost import all_gather_latency_s, allreduce_latency_s, reduce_scatter_latency_s
+    """Gradient synchronisation over the d replicas of a stage (0 when d = 1): a ring all-reduce of the
+    gradients, or with ZeRO-1 their reduce-scatter plus the all-gather of the updated weights
+    (``param_gather_s``); on the DP group's ring tier (``Cluster.ring_tier``)."""
+    from phaze.cost import allreduce_latency_s, reduce_scatter_latency_s
     d, tier = topo.dp, topo.dp_tier
     if d <= 1:
         return np.zeros(np.shape(grad_bytes)) if np.ndim(grad_bytes) else 0.0
     if zero1:
-        return (_vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes)
-                + _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes))
+        return _vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes) + param_gather_s(weight_bytes, topo, zero1)
     return _vec(lambda b: allreduce_latency_s(b, d, tier), grad_bytes)
 
 
@@ -203,21 +213,30 @@ DDP_BUCKET_PARAMS = 40_000_000
 DDP_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
 
 
-def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1):
-    """Part of the gradient synchronisation not hidden behind the last microbatch's backward. Overlapped,
-    the reduce runs bucket by bucket as the backward produces them, so at least the last bucket (the
-    stage's first layers, whose gradients come last) is exposed: max(sync x bucket share, sync - bwd).
-    ``params``: the stage's parameters per device (0: no bucket floor)."""
+def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s=0.0, fwd_s=0.0):
+    """Part of the gradient synchronisation ``sync_s`` left exposed. Overlapped, the gradient reduce runs
+    bucket by bucket as the last microbatch's backward produces them, so at least the last bucket (the
+    stage's first layers, whose gradients come last) is exposed: max(reduce x bucket share, reduce - bwd).
+    ``gather_s`` (ZeRO-1's all-gather of the updated weights, part of ``sync_s``) is then overlapped with
+    the next step's first forward, bucket by bucket as Megatron-Core's ``overlap_param_gather`` does (it
+    requires the distributed optimizer and ``overlap_grad_reduce``; NeMo's distributed optimizer sets both;
+    "exposes only one DP communication chunk", NeMo / Megatron-Bridge docs, "Communication Overlap"):
+    + max(gather x bucket share, gather - fwd). ``params``: the stage's parameters per device (0: no bucket
+    floor). Scalars or numpy arrays."""
     if not overlap:
         return sync_s
     bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
-    if np.ndim(sync_s) == 0 and np.ndim(bwd_s) == 0 and np.ndim(params) == 0:  # the scalar path, no numpy
+    if all(np.ndim(x) == 0 for x in (sync_s, bwd_s, params, gather_s, fwd_s)):  # the scalar path, no numpy
         share = min(1.0, bucket / params) if params > 0 else 0.0
-        return max(0.0, share * float(sync_s), float(sync_s) - float(bwd_s))
+        g = float(gather_s)
+        r = float(sync_s) - g
+        out = max(0.0, share * r, r - float(bwd_s))
+        return out + (max(0.0, share * g, g - float(fwd_s)) if g > 0 else 0.0)
     p = np.asarray(params, dtype=float)
     share = np.where(p > 0, np.minimum(1.0, bucket / np.maximum(p, 1.0)), 0.0)
-    out = np.maximum(share * sync_s, sync_s - bwd_s)
-    out = np.maximum(0.0, out)
+    g = np.asarray(gather_s, dtype=float)
+    r = np.asarray(sync_s, dtype=float) - g
+    out = np.maximum(0.0, np.maximum(share * r, r - bwd_s)) + np.maximum(0.0, np.maximum(share * g, g - fwd_s))
     return float(out) if np.ndim(out) == 0 else out
 
 

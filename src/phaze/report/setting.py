@@ -89,7 +89,8 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
     return [("attention", att), ("precision", rt["precision"]),
             ("TP overlap", "on: TP collectives overlap their GEMMs (plans with sequence parallelism)"
              if rt["tp_overlap"] else "off: TP collectives block"),
-            ("DP overlap", "on: the gradient reduce overlaps the last backward, bucketed" if rt["dp_overlap"]
+            ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
+             if rt["dp_overlap"]
              else "off: the gradient reduce runs after the backward"),
             ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]

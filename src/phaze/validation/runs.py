@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ModelConfig
+from phaze.workload.config import ModelConfig, RecomputeMode
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 
@@ -39,7 +39,7 @@ class _Run(BaseModel):
     mbs: PosInt
     global_batch: PosInt
     interleave: PosInt = 1
-    recompute: Literal["none", "selective", "full"]
+    recompute: RecomputeMode
     sequence_parallel: bool
     zero1: bool
     attention: Literal["standard", "flash"]

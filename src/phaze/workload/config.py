@@ -2,13 +2,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from phaze.errors import ConfigError
 from phaze.limits import check
 
 RecomputeMode = Literal["none", "selective", "full"]
-RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+RECOMPUTE_MODES: tuple[str, ...] = get_args(RecomputeMode)
 # The layer sequence every model is cut into (embedding, num_layers blocks, head), and the two passes of each:
 # defined here once for every stage.
 LAYER_KINDS: tuple[str, ...] = ("embedding", "block", "head")
