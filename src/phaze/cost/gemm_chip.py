@@ -181,7 +181,7 @@ def _groups(arch: ArchArrays, c: np.ndarray):
     repeat; remembered for the last few core-count arrays (an op's cost is asked for the same counts by
     every GEMM of a layer)."""
     cache = arch.memo("gemm_chip_groups", lambda a: {})
-    key = hash(c.tobytes())
+    key = np.ascontiguousarray(c).tobytes()  # the counts themselves: no hash collision can alias two
     if key not in cache:
         kinds, _ = _core_kinds(arch)
         cu, cinv = np.unique(c, return_inverse=True)
