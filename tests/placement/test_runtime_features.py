@@ -51,6 +51,49 @@ def test_pipelined_overlap_hand_cases():
     assert pipelined_overlap_s(4.0, 3.0, 1) == 7.0
 
 
+def test_split_reduce_scatter_exposes_the_last_chunk():
+    from phaze.cost.overlap import overlap_method, split_rs_overlap_s
+    # 4 chunks of 1 s, a 2 s reduce-scatter in 0.5 s pieces: 1 + 3 x max(1, 0.5) + 0.5
+    assert split_rs_overlap_s(1.0, 2.0, 4) == pytest.approx(4.5)
+    # comm-bound: 1 + 3 x 2 + 2
+    assert split_rs_overlap_s(1.0, 8.0, 4) == pytest.approx(9.0)
+    assert split_rs_overlap_s(1.0, 0.0, 4) == pytest.approx(4.0)
+    assert split_rs_overlap_s(1.0, 2.0, 1) == pytest.approx(3.0)
+    assert [overlap_method(n) for n in ("attn.reduce_scatter", "fc1.input_all_gather", "qkv.all_gather",
+                                        "mlp.reduce_scatter.bwd")] == ["pipeline", "bulk", "ring_exchange",
+                                                                       "ring_exchange"]
+
+
+def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
+    """The overlapped forward of a GPT-3 block, rebuilt by hand from its ops: ring-exchange all-gathers
+    behind their GEMMs (t chunks), the pipelined reduce-scatters (4 chunks, the GEMM on the SMs the
+    communication leaves) with their last chunk exposed, everything else in sequence."""
+    from phaze.cost import op_latency_s
+    from phaze.cost.overlap import UB_COMM_SMS, split_rs_overlap_s
+    from phaze.placement.layer_costs import _sequential_time_s
+    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
+    tier = get_cluster("dgx-h100", 8).tier_for_group(8)
+    g = layer_graph(GPT, s, "block", "fwd")
+    arch = H100.as_arrays()
+    sms = H100.num_tc // 4
+
+    def t(name):
+        op = next(o for o in g.ops if o.name == name)
+        if isinstance(op, Gemm):
+            return float(gpu_gemm_latency_s(op, arch)[0])
+        return float(op_latency_s(op, arch, H100.num_vc, tier)[0])
+    paired = {"qkv", "qkv.all_gather", "fc1", "fc1.all_gather", "out_proj", "attn.reduce_scatter", "fc2",
+              "mlp.reduce_scatter"}
+    rest = sum(t(o.name) for o in g.ops if o.name not in paired)
+    expect = (rest + pipelined_overlap_s(t("qkv"), t("qkv.all_gather"), 8)
+              + pipelined_overlap_s(t("fc1"), t("fc1.all_gather"), 8)
+              + split_rs_overlap_s(t("out_proj") / 4 * sms / (sms - UB_COMM_SMS["attn.reduce_scatter"]),
+                                   t("attn.reduce_scatter"), 4)
+              + split_rs_overlap_s(t("fc2") / 4 * sms / (sms - UB_COMM_SMS["mlp.reduce_scatter"]),
+                                   t("mlp.reduce_scatter"), 4))
+    assert _sequential_time_s(g, H100, tier, True, 8) == pytest.approx(expect, rel=1e-9)
+
+
 def test_tp_overlap_between_no_comm_and_blocking():
     """Overlapped, a block's time lies between its time without any TP collective and the blocking time."""
     s = dict(microbatch_size=1, seq_len=2048, tp=8, sequence_parallel=True, recompute="none", attention="flash")

@@ -11,7 +11,7 @@ from phaze.validation import validate
 from phaze.validation.cases import RUNS_FILE, packaged_cases
 
 # |error| bounds actually achieved per group (mean, max), to catch regressions; the goal is 5% / 10%.
-ACHIEVED = {"SC21-T1": (6.5, 14.5), "NeMo": (10.0, 14.0)}
+ACHIEVED = {"SC21-T1": (6.5, 14.5), "NeMo": (9.5, 13.5)}
 RUNS_GOAL = (5.0, 10.0)  # mean, max |error| % over the 23 runs (issue 11)
 HELD_OUT_GOAL = (6.0, 12.0)  # mean, max |error| % on published runs the model was not built on (issue 11)
 
@@ -49,8 +49,8 @@ def test_time_error_per_group_within_achieved_bounds(report):
         assert g.time_mean_abs_pct == pytest.approx(sum(errs) / len(errs))
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: 23 runs 8.21% mean / 14.00% max (SC21 6.34 / 14.00, NeMo 9.65 / "
-                                      "13.81: with the DP sync at the NICs' real bandwidth, SC21 1.7B-3.6B and "
+@pytest.mark.xfail(strict=True, reason="NOT met: 23 runs 7.83% mean / 14.00% max (SC21 6.34 / 14.00, NeMo 8.97 / "
+                                      "13.02: with the DP sync at the NICs' real bandwidth, SC21 1.7B-3.6B and "
                                       "Nemotron-4 15B are predicted 10-14% too fast); goal 5% / 10%")
 def test_goal_on_the_23_runs(report):
     assert report.time_mean_abs_pct <= RUNS_GOAL[0] and report.time_max_abs_pct <= RUNS_GOAL[1]
@@ -71,15 +71,15 @@ def test_held_out_runs_are_separate_and_reported():
     assert rep.time_max_abs_pct <= HELD_OUT_ACHIEVED[1]
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met since the DP-sync pass: first held-out set 5.19% mean / 12.07% max "
-                                      "(BF16 4.94 / 8.57, FP8 5.44 / 12.07: Llama 3.1 70B FP8 on 2048 GPUs -12.1%); "
+@pytest.mark.xfail(strict=True, reason="NOT met since the DP-sync pass: first held-out set 5.01% mean / 12.40% max "
+                                      "(BF16 4.40 / 7.72, FP8 5.62 / 12.40: Llama 3.1 70B FP8 on 2048 GPUs -12.4%); "
                                       "was 4.61 / 9.06; goal 6% / 12%")
 def test_goal_on_the_first_held_out_set():
     rep = validate("held-out")
     assert rep.time_mean_abs_pct <= HELD_OUT_GOAL[0] and rep.time_max_abs_pct <= HELD_OUT_GOAL[1]
 
 
-HELD_OUT_ACHIEVED = (5.0, 12.5)  # BF16 group mean, overall max |error| % today
+HELD_OUT_ACHIEVED = (4.5, 12.5)  # BF16 group mean, overall max |error| % today
 
 
 @pytest.fixture(scope="module")
@@ -101,16 +101,17 @@ def test_second_held_out_set_is_packaged_with_sources():
 
 def test_second_held_out_set_within_the_figures_reported(held_out_2):
     """First evaluated at 15.22% mean, 61.19% max, 16 of 19 fit (README, as first evaluated); after the DP-sync
-    changes this set motivated (no longer out-of-sample): 13.51% / 24.90%. These bounds only catch regressions."""
+    changes this set motivated (no longer out-of-sample): 13.51% / 24.90%; 13.42 / 24.90 with the TP-overlap
+    correction (the last reduce-scatter chunk exposed). These bounds only catch regressions."""
     groups = {g.group: g for g in held_out_2.groups}
     assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
     assert held_out_2.time_mean_abs_pct <= 14.0 and held_out_2.time_max_abs_pct <= 25.5
     assert sum(r.fits for r in held_out_2.time) >= 16
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 13.51% mean / 24.90% max after the DP-sync "
-                                      "changes it motivated (NeMo 24.07 FP8 10.02 / 22.01, Megatron-Core H100 "
-                                      "16.77 / 21.21, MT-NLG A100 23.16 / 24.90); first evaluated 15.22 / 61.19; "
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 13.42% mean / 24.90% max after the DP-sync "
+                                      "changes it motivated (NeMo 24.07 FP8 9.87 / 22.01, Megatron-Core H100 "
+                                      "16.76 / 21.88, MT-NLG A100 23.16 / 24.90); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):
     assert held_out_2.time_mean_abs_pct <= HELD_OUT_GOAL[0] and held_out_2.time_max_abs_pct <= HELD_OUT_GOAL[1]

@@ -9,9 +9,13 @@ which TE implements). Hence what can and cannot hide:
 
   time = gemm / t + (t - 1) * max(gemm / t, comm / (t - 1))
 
-one chunk of the GEMM is never overlapped (the first shard is local for an all-gather, the last partial
-sum is reduced after the last chunk for a reduce-scatter), and a collective longer than its GEMM stays
-exposed for the difference. Collectives with no GEMM neighbour (the embedding's reduce-scatter, the
+for the ring-exchange all-gathers (one GEMM chunk is never overlapped: the first shard is local), and a
+collective longer than its GEMM stays exposed for the difference. The forward reduce-scatters are TE's
+"pipeline" method (``split_rs_overlap_s``): the GEMM in 4 chunks along its output features, the
+reduce-scatter of chunk i beside chunk i+1, the last chunk's reduce-scatter exposed. The backward's "bulk"
+overlaps run the collective beside the whole (independent) GEMM: max(gemm, comm). (Timing each chunk with the
+tile/wave model at its own shape was tried and rejected: without Hopper's stream-K kernels it charges the
+small chunks whole waves and put the GPT-3 175B runs 11% too slow; a chunk is gemm / chunks.) Collectives with no GEMM neighbour (the embedding's reduce-scatter, the
 loss's small all-reduces) are not overlapped.
 
 The overlap is not free: the reduce-scatters and the bulk all-gathers run as kernels on some of the SMs
@@ -36,6 +40,33 @@ UB_COMM_SMS = {
     "qkv.input_all_gather": 4,  # the input re-gathered for the wgrad, behind the dgrad: qkv_dgrad, bulk
     "fc1.input_all_gather": 2,  # fc1_dgrad, bulk
 }
+
+
+# How TE overlaps each collective (Transformer Engine ``initialize_ub``: methods "ring_exchange" for qkv_fprop,
+# fc1_fprop, proj_dgrad, fc2_dgrad; "pipeline" for proj_fprop, fc2_fprop; "bulk" for qkv/fc1 dgrad and wgrad),
+# by the name of the collective here.
+UB_PIPELINE = ("attn.reduce_scatter", "mlp.reduce_scatter")
+UB_BULK = ("qkv.all_gather.bwd", "fc1.all_gather.bwd", "qkv.input_all_gather", "fc1.input_all_gather")
+# Chunks of a "pipeline" overlap: TE's default num_splits for that method is 4 (``get_default_config``), and
+# NeMo's H100 configuration sets num_splits 4 for proj_fprop and fc2_fprop too; a ring exchange takes t chunks.
+UB_PIPELINE_SPLITS = 4
+
+
+def overlap_method(collective_name: str) -> str:
+    """"pipeline", "bulk" or "ring_exchange": how Transformer Engine overlaps this TP collective."""
+    if collective_name in UB_PIPELINE:
+        return "pipeline"
+    return "bulk" if collective_name in UB_BULK else "ring_exchange"
+
+
+def split_rs_overlap_s(chunk_s: float, comm_s: float, splits: int) -> float:
+    """A GEMM in ``splits`` chunks of ``chunk_s`` each, the reduce-scatter of chunk i running while chunk i+1
+    computes (TE ``CommOverlapBase::split_overlap_rs``: the main stream waits for the compute and the comm
+    stream at the end, so the last chunk's reduce-scatter is exposed): c + (n-1) max(c, r) + r, r = comm / n."""
+    if splits <= 1 or comm_s <= 0:
+        return splits * chunk_s + comm_s
+    r = comm_s / splits
+    return chunk_s + (splits - 1) * max(chunk_s, r) + r
 
 
 def comm_sm_slowdown(collective_names, sms: int) -> float:

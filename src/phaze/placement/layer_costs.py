@@ -130,9 +130,20 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.cost.gpu import TENSOR_CORES_PER_SM
     from phaze.cost.overlap import comm_sm_slowdown
     sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
+    from phaze.cost.overlap import UB_PIPELINE_SPLITS, overlap_method, split_rs_overlap_s
+
     for g, cs in pairs.items():
-        slow = comm_sm_slowdown([graph.ops[c].name for c in cs], sms)
-        total += pipelined_overlap_s(lat[g] * slow, sum(lat[c] for c in cs), tp)
+        names = [graph.ops[c].name for c in cs]
+        slow = comm_sm_slowdown(names, sms)
+        comm = sum(lat[c] for c in cs)
+        method = overlap_method(names[0])
+        if method == "pipeline":  # split along the output features, the last chunk's reduce-scatter exposed
+            n = UB_PIPELINE_SPLITS
+            total += split_rs_overlap_s(lat[g] / n * slow, comm, n)
+        elif method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
+            total += pipelined_overlap_s(lat[g] * slow, comm, tp)
+        else:  # bulk: the collective runs beside the whole GEMM
+            total += max(lat[g] * slow, comm)
     return float(total) + extra
 
 
