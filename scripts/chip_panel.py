@@ -71,6 +71,20 @@ SMALL_K = [
 ]
 
 
+# SCALE-Sim-sized slices (cycle-by-cycle, its run time grows with the folds, ceil(K/R) x ceil(N/C), and the
+# cycles): one per array, at most 16 folds and ~10^4 cycles, at two bandwidths, so the second tool covers
+# every array (the slices above take it longer than --timeout on most arrays). Both tools run them.
+SHORT = [
+    ((4, 16), (8, 64), ("gpt2-xl.qkv", 1, 4, 100, 150)),
+    ((16, 32), (8, 64), ("gpt2-xl.fc1", 2, 8, 25, 50)),
+    ((32, 32), (64, 512), ("gpt2-xl.qkv", 8, 16, 12.5, 37.5)),
+    ((64, 64), (64, 512), ("gpt2-xl.fc1", 4, 8, 6.25, 25)),
+    ((128, 128), (512, 4096), ("gpt2-xl.qkv", 1, 2, 3.125, 9.375)),
+    ((128, 256), (512, 4096), ("gpt2-xl.fc1", 2, 4, 3.125, 12.5)),
+    ((256, 256), (512, 4096), ("gpt2-xl.fc1", 8, 16, 3.125, 12.5)),
+]
+
+
 def cases() -> list[dict]:
     out = []
 
@@ -94,10 +108,52 @@ def cases() -> list[dict]:
                 add(rc, bw, spec)
     for rc, bw, spec in SMALL_K:
         add(rc, bw, spec)
+    for rc, bws, spec in SHORT:
+        for bw in bws:
+            add(rc, bw, spec)
     return out
 
 
 # ---------------------------------------------------------------- ZigZag (runs inside the zigzag venv)
+
+# The ZigZag configuration's version, part of the cache key: 1 = DRAM level above the GLB, no systolic
+# drain (the first stored run); 2 = operands resident in the GLB (no DRAM level), systolic drain on, one
+# GLB port; 3 = as 2, with a banked GLB's banks split between the input stream and the rest (below).
+# Cases whose GLB is one bank are the same in 2 and 3 and keep the key of 2.
+ZIGZAG_CONFIG = 3
+
+# The GLB organisation phaze builds for each panel bandwidth (32 MiB; banks x bank width, the fastest
+# CACTI organisation: phaze.validation.chip.glb_organisation, which a test keeps equal to this table).
+GLB_ORGANISATION = {8: (1, 8), 64: (1, 64), 512: (16, 32), 4096: (64, 64)}
+
+
+def _zigzag_config(case: dict) -> int:
+    return 2 if glb_ports(case)[0] == 0 else ZIGZAG_CONFIG
+
+
+def glb_ports(case: dict) -> tuple[int, int]:
+    """(bytes per cycle of the input stream's banks, of the other banks) of a banked GLB in ZigZag.
+
+    phaze's GLB is ``banks`` banks of ``width`` bytes behind a crossbar: each cycle every bank serves one
+    access of any stream. ZigZag's memory ports serve fixed operands and take whole port cycles per
+    transfer, so one port of the total width would spend a full cycle of all banks on each input row
+    (128 B of a 512 B port for a K = 64 slice). The closest ZigZag can express: the input stream (one row
+    of min(K, R) elements per cycle, straight into the array) gets the banks that row needs; weights and
+    outputs share the other banks. A static split, so never better than phaze's shared banks. One bank, or
+    an input row that needs every bank (nothing left to split off): one shared port (0, total)."""
+    banks, width = GLB_ORGANISATION[case["glb_bytes_per_cycle"]]
+    row = min(case["k"], case["rows"]) * case["bytes_per_element"]
+    row_banks = -(-row // width)
+    if banks == 1 or row_banks >= banks:
+        return 0, banks * width
+    return row_banks * width, (banks - row_banks) * width
+
+
+def _slice_bytes(case: dict) -> int:
+    """Bytes of the slice's operands and result: (M K + K N + M N) elements."""
+    m, k, n = case["m"], case["k"], case["n"]
+    return case["batch"] * case["bytes_per_element"] * (m * k + k * n + m * n)
+
 
 def zigzag_case(case: dict, stream: str) -> dict:
     """One case through ZigZag; ``stream`` = 'm' (A's rows stream, B stationary) or 'n' (the transposed
@@ -114,9 +170,8 @@ def zigzag_case(case: dict, stream: str) -> dict:
         return {"name": name, "type": typ, "bandwidth_min": min(bw_bits, bits), "bandwidth_max": bw_bits,
                 "allocation": alloc}
 
-    every = ["I1, tl", "I2, tl", "O, tl", "O, th", "I1, fh", "I2, fh", "O, fh", "O, fl"]
-    core_side = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array
-    dram_side = ["I1, fh", "I2, fh", "O, fh", "O, th"]  # DRAM <-> GLB (the HBM term's traffic)
+    every_top = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array (nothing above)
+    b_in, b_rest = glb_ports(case)
     memories = {
         # per-PE weight register, double-buffered (the next weight shifts in while the current one is used)
         "pe_weight": {"size": 2 * bits, "r_cost": 0.0, "w_cost": 0.0, "area": 0, "latency": 1,
@@ -140,22 +195,25 @@ def zigzag_case(case: dict, stream: str) -> dict:
                         "ports": [port("r_port_1", "read", 32 * c, ["O, tl", "O, th"]),
                                   port("w_port_1", "write", 32 * c, ["O, fh", "O, fl"])],
                         "served_dimensions": ["D1", "D2"]},
-        # the GLB: toward the core one read-write interface of glb_bytes_per_cycle shared by inputs, weights
-        # and outputs/partial sums; its fills from and write-backs to DRAM use a second interface at the HBM
-        # rate (phaze costs HBM traffic in its own term, not on the GLB bandwidth)
-        "glb": {"size": 8 * case["glb_bytes"], "r_cost": 10.0, "w_cost": 10.0, "area": 0, "latency": 1,
-                "operands": ["I1", "I2", "O"],
-                "ports": [port("rw_port_1", "read_write", 8 * case["glb_bytes_per_cycle"], core_side),
-                          port("rw_port_2", "read_write", 8 * case["hbm_bytes_per_cycle"], dram_side)],
+        # the GLB, the top of the hierarchy: the slice's operands are resident in it (a panel case is the
+        # slice one core owns of a layer on a many-core chip; the layer's operands were written to the GLB
+        # by the previous op or prefetched by the DMA while it ran -- phaze costs HBM in its own term).
+        # glb_bytes_per_cycle toward the core: one shared read-write port for a one-bank GLB, else the
+        # banks split between the input stream and the rest (glb_ports). Sized to hold the whole slice
+        # (a ZigZag top level must).
+        "glb": {"size": 8 * max(case["glb_bytes"], _slice_bytes(case)), "r_cost": 10.0, "w_cost": 10.0,
+                "area": 0, "latency": 1, "operands": ["I1", "I2", "O"],
+                "ports": ([port("rw_port_1", "read_write", 8 * b_rest, every_top)] if not b_in else
+                          [port("r_port_1", "read", 8 * b_in, ["I1, tl"]),
+                           port("rw_port_2", "read_write", 8 * b_rest, ["I2, tl", "O, tl", "O, fl"])]),
                 "served_dimensions": ["D1", "D2"]},
-        "dram": {"size": 2**40, "r_cost": 100.0, "w_cost": 100.0, "area": 0, "latency": 1,
-                 "operands": ["I1", "I2", "O"],
-                 "ports": [port("rw_port_1", "read_write", 8 * case["hbm_bytes_per_cycle"], every)],
-                 "served_dimensions": ["D1", "D2"]},
     }
     hw = {"name": f"core{r}x{c}", "memories": memories,
+          # a systolic array along both dimensions (inputs move right, partial sums down, one PE per cycle):
+          # ZigZag adds the drain (used rows - 1) + (used columns - 1), the skew phaze and SCALE-Sim count
           "operational_array": {"unit_energy": 0.04, "unit_area": 1, "dimensions": ["D1", "D2"],
-                                "sizes": [r, c], "input_precision": [bits, bits]}}
+                                "sizes": [r, c], "input_precision": [bits, bits],
+                                "systolic_dimensions": ["D1", "D2"]}}
     # weight stationary: the reduction dim (C in ZigZag's names = our K) on the rows, output columns on D2
     mapping = [{"name": "default", "spatial_mapping": {"D1": [f"C, {r}"], "D2": [f"K, {c}"]},
                 "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"}}]
@@ -174,11 +232,13 @@ def zigzag_case(case: dict, stream: str) -> dict:
             paths[2], paths[0], paths[1], opt="latency", dump_folder=os.path.join(d, "out"),
             loma_show_progress_bar=False)
         cme = cmes[0][0]
-        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle),
+        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case),
+                "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
+                "systolic_drain_cycles": float(cme.systolic_drain_cycle),
                 "spatial_ideal_cycles": float(cme.ideal_temporal_cycle),
                 "compute_with_stalls_cycles": float(cme.latency_total0),
                 "onloading_cycles": float(cme.latency_total1 - cme.latency_total0),
-                "offloading_cycles": float(cme.latency_total2 - cme.latency_total1),
+                "offloading_cycles": float(cme.data_offloading_cycle),
                 "stream": stream, "seconds": round(time.time() - t0, 1)}
 
 
@@ -280,6 +340,12 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float)
     return json.loads(last)
 
 
+def _key(tool: str, stream: str, case: dict) -> str:
+    """Cache key of one tool run (the ZigZag key names its configuration's version)."""
+    name = f"zigzag{_zigzag_config(case)}" if tool == "zigzag" else tool
+    return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
+
+
 def _work(c: dict) -> float:
     """A rough cycle count (compute or GLB traffic, whichever is larger) to order the slow runs."""
     r, k, m, n = c["rows"], c["k"], c["m"], c["n"]
@@ -330,7 +396,7 @@ def main() -> int:
         py = args.zigzag_python if tool == "zigzag" else args.scalesim_python
         for c in sorted(panel, key=_work) if tool == "scalesim" else panel:
             for stream in (("m", "n") if tool == "zigzag" else ("m",)):
-                key = f"{tool}|{stream}|{json.dumps(c, sort_keys=True)}"
+                key = _key(tool, stream, c)
                 if key not in cache or (args.retry_errors and "error" in cache[key]):
                     jobs.append((key, py, tool, c, stream))
     print(f"{len(panel)} cases, {len(jobs)} tool runs to do", flush=True)
@@ -350,7 +416,7 @@ def main() -> int:
         row = dict(c)
         for tool in ("zigzag", "scalesim"):
             streams = "mn" if tool == "zigzag" else "m"
-            runs = [cache.get(f"{tool}|{s}|{json.dumps(c, sort_keys=True)}", {"error": "not run"}) for s in streams]
+            runs = [cache.get(_key(tool, s, c), {"error": "not run"}) for s in streams]
             ok = [r for r in runs if "error" not in r]
             failed += len(ok) < len(runs)
             # like phaze, the compiler may swap the operand roles: the faster orientation counts (ZigZag runs

@@ -83,7 +83,7 @@ def test_stored_panel_is_complete_and_plausible():
     panel = load_panel()
     assert panel["tools"]["zigzag-dse"] != "unknown" and "scripts/chip_panel.py" in panel["command"]
     cases = panel["cases"]
-    assert 40 <= len(cases) <= 60
+    assert 40 <= len(cases) <= 80
     assert {(c["rows"], c["cols"]) for c in cases} == {(4, 16), (16, 32), (32, 32), (64, 64), (128, 128),
                                                        (128, 256), (256, 256)}
     assert {8, 64, 512, 4096} <= {c["glb_bytes_per_cycle"] for c in cases}
@@ -134,3 +134,22 @@ def test_cli_table_and_json(cli):
     assert d["goal"] == {"max_abs_pct": GOAL_MAX_PCT, "mean_abs_pct": GOAL_MEAN_PCT, "met": d["goal"]["met"]}
     code, _, err = cli("validate", "--chip", "--cases", "x.json")
     assert code == 2 and "--cases" in err and len(err.strip().splitlines()) == 1
+
+
+def test_panel_script_glb_organisation_is_phazes():
+    # scripts/chip_panel.py configures ZigZag's GLB ports from the organisation phaze builds; keep the two equal
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scripts" / "chip_panel.py"
+    spec = importlib.util.spec_from_file_location("chip_panel", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for bw, org in mod.GLB_ORGANISATION.items():
+        assert glb_organisation(mod.GLB_BYTES, bw) == org
+    assert {c["glb_bytes_per_cycle"] for c in mod.cases()} <= set(mod.GLB_ORGANISATION)
+    # the input stream gets the banks its row needs, the rest share the others; one bank or a row as wide
+    # as the GLB: one shared port
+    case = next(c for c in mod.cases() if c["rows"] == 128 and c["k"] == 64 and c["glb_bytes_per_cycle"] == 512)
+    assert mod.glb_ports(case) == (128, 384)  # 64 x 2 B rows = 4 of 16 x 32 B banks
+    wide = next(c for c in mod.cases() if c["rows"] == 256 and c["k"] >= 256 and c["glb_bytes_per_cycle"] == 512)
+    assert mod.glb_ports(wide) == (0, 512)

@@ -12,25 +12,50 @@ Accumulator. ``acc_rows = tc_acc_bytes / (4 C)`` fp32 rows of C outputs. A core'
 passes of ``mb = min(rows, acc_rows)``: for each pass every weight tile is loaded and ``mb`` input rows
 stream through it. No accumulator row (acc_rows = 0) spills every partial sum to the GLB.
 
+Used rows and columns. A weight tile fills ``k_rows = min(K, R)`` array rows and ``c_cols = min(T, C)``
+columns (K < R: attention scores, whose K is the head dimension). Loading a tile writes one array row per
+cycle, so it takes ``k_rows`` cycles, and the skewed pipeline fills and drains over the used rows and
+columns only (``k_rows + c_cols - 2``): the K slice sits in the rows next to the array's output edge, so
+partial sums start there and no idle row or column delays the last result. Spatial under-use is in the
+cycle count itself: a tile streams its rows in ``rows`` cycles however few of the R rows it fills.
+
 Weights. The operand buffer double-buffers weight tiles when it holds two (``tc_operand_bytes >=
-2 R C e``): the next tile is loaded (R cycles, one row per cycle) while the current one streams, so a tile
-costs ``max(mb, R)`` cycles and only the first load is exposed. Otherwise each tile costs ``R + mb``. The
-skewed pipeline fills and drains once per core and GEMM (``R + C - 2``): with double-buffered weights the
-next tile's inputs enter behind the current tile's last row (as a TPU MXU does), so it is not paid per
-tile. When a core's whole weight panel (``kt_core * R * C * e``) fits the operand buffer it is loaded once,
-not once per pass.
+2 R C e``): the next tile is loaded while the current one streams, so a tile costs ``max(mb, k_rows)``
+cycles and only the first load is exposed. Otherwise each tile costs ``k_rows + mb``. The skewed pipeline
+fills and drains once per core and GEMM: with double-buffered weights the next tile's inputs enter behind
+the current tile's last row (as a TPU MXU does), so it is not paid per tile. When a core's whole weight
+panel (``kt_core * R * C * e``) fits the operand buffer it is loaded once, not once per pass.
 
 GLB traffic (bytes between the GLB and the core buffers; HBM fills are the HBM term's, not counted here):
 inputs ``batch * S * K * ceil(T/C)`` (each column block reads the input panel), weights
 ``batch * K * T * s * passes`` (once per row part and per pass unless the panel fits), outputs
 ``batch * S * T * e`` written once, plus the K-split reduction and accumulator spills in fp32.
 
-Ends of the GEMM: the first weight tile arrives at the op's GLB bandwidth (beyond the R cycles the
-compute count holds for it) and the last pass's outputs (``mb x C`` elements) drain from the accumulator
-to the GLB after the last tile; neither overlaps anything of this GEMM, so both add to its compute time
-(ZigZag's "onloading" and "offloading" name the same two ends).
+Overlap, tile by tile (not the max of totals). A core overlaps a weight tile's GLB transfers with that
+tile's streaming only: its input rows are read while it streams, the next tile's weights are loaded into
+the operand buffer's spare half, so a tile takes ``max(its cycles, its bytes / bandwidth)`` and the tiles
+add up. When the tiles of a pass are alike this equals the max of the totals; it differs where transfers
+bunch: a pass's outputs leave the accumulator while the next pass runs, and with an accumulator that holds
+one pass (``2 mb > acc_rows``) row i must be out before the next pass's first tile overwrites it, so the
+whole drain falls in that one tile (a double-buffered accumulator spreads it over the next pass). This is
+the stall ZigZag charges for a level that is not double-buffered (its memory-updating window is the last
+loop's span, not the period).
 
-Time: compute = cycles / (f * matrix_efficiency) + the two ends; glb = traffic / the op's GLB bandwidth; hbm = the
+Access granularity. A GLB bank moves whole words of ``glb_bank_width_bytes``. Inputs stream from the GLB
+straight into the array, one row of ``k_rows`` elements per cycle, so each row occupies ``ceil(row bytes
+/ width)`` bank words of the op's bandwidth: a 4-row array reading 8-byte rows from 64-byte banks uses a
+whole word per row (the core has no input staging buffer to gather rows; one would be an extra buffer to
+cost). Weight tiles (into the operand buffer), output blocks and spilled partial sums (out of and into the
+accumulator) move as blocks between buffers and are rounded up to whole words once per block. ZigZag's
+ports behave the same way: a transfer takes whole port cycles.
+
+Ends of the GEMM: the first weight tile arrives at the op's GLB bandwidth (beyond the k_rows cycles the
+compute count holds for it) and the last pass's outputs (``mb x c_cols`` elements) drain from the
+accumulator to the GLB after the last tile; neither overlaps anything of this GEMM, so both add to its
+time (ZigZag's "onloading" and "offloading" name the same two ends).
+
+Time: compute = cycles / (f * matrix_efficiency) + the two ends (the array alone); glb = the larger of
+traffic / the op's GLB bandwidth and the tile-by-tile time when transfers stall the array; hbm = the
 blocked HBM traffic of ``gemm_hbm_bytes`` / the op's HBM bandwidth (``phaze.cost.onchip``);
 latency = max(compute, glb, hbm) + op_overhead_s.
 """
@@ -53,6 +78,7 @@ def _chip_consts(arch: ArchArrays) -> dict:
         return {"R": np.asarray(a.tc_rows, np.float64), "C": np.asarray(a.tc_cols, np.float64),
                 "operand": np.asarray(a.tc_operand_bytes, np.float64),
                 "acc": np.asarray(a.tc_acc_bytes, np.float64),
+                "width": np.asarray(a.glb_bank_width_bytes, np.float64),
                 "cycle_s": 1.0 / (f * np.asarray(a.matrix_efficiency, np.float64)),
                 "overhead": np.asarray(a.op_overhead_s, np.float64)}
 
@@ -64,8 +90,23 @@ def _cdiv(a, b):
     return np.ceil(np.asarray(a, np.float64) / b)
 
 
-def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    R, C = k["R"], k["C"]
+def _granular(nbytes, width):
+    """Bytes of GLB bandwidth a vector of ``nbytes`` occupies: whole bank words of ``width`` bytes."""
+    return np.ceil(nbytes / width) * width
+
+
+# per (core kind, core count) quantities _orient returns, in this order (spread back to chips as one array)
+FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_rem", "events", "drain_tiles",
+          "out", "k_rows", "fixed", "first_bytes", "last_bytes")
+
+
+def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
+    """Per (core kind, core count), the FIELDS: the compute cycles of the busiest core, its GLB bytes, and
+    what the tile-by-tile time needs (module docstring): tiles of mb and of rem rows (counts, cycles, GLB
+    bytes in whole bank words without outputs), drain events, the tiles a drain spreads over, a pass's
+    output bytes, the first weight tile's rows, the cycles paid once (its load and the fill/drain), its bytes
+    and the last pass's output bytes."""
+    R, C, width = k["R"], k["C"], k["width"]
     e = float(g.bytes_per_element)
     kt = _cdiv(g.k, R)
     nt = _cdiv(T, C)
@@ -75,34 +116,58 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> tuple[np.nda
     per_core = _cdiv(units * s * q, cores)                           # parts on the busiest core
     rows = _cdiv(S, s)                                               # streamed rows of one part
     kt_part = _cdiv(kt, q)                                           # weight tiles of one part
+    k_rows = np.minimum(float(g.k), R)                               # array rows a weight tile fills
+    c_cols = np.minimum(float(T), C)                                 # array columns a weight tile fills
     acc_rows = np.floor(k["acc"] / (ACC_BYTES * C))
     spill = acc_rows < 1
     mb = np.where(spill, rows, np.minimum(rows, np.maximum(acc_rows, 1)))
     full = np.floor(rows / mb)
     rem = rows - full * mb
     double = k["operand"] >= 2 * R * C * e
-    load = np.where(double, 0.0, R)
+    load = np.where(double, 0.0, k_rows)
 
     def tile(r):
-        return np.where(double, np.maximum(r, R), r + load)
+        return np.where(double, np.maximum(r, k_rows), r + load)
 
-    stream = kt_part * (full * tile(mb) + np.where(rem > 0, tile(rem), 0.0))
-    cycles = per_core * stream + R + (R + C - 2)
-    w_loads = np.where(kt_part * R * C * e <= k["operand"], 1.0, full + (rem > 0))
+    cyc_mb, cyc_rem = tile(mb), np.where(rem > 0, tile(rem), 0.0)
+    n_mb, n_rem = per_core * kt_part * full, per_core * kt_part * (rem > 0)
+    # first weight tile (k_rows cycles, one array row per cycle) and one skewed fill/drain over the rows
+    # and columns the tiles use
+    fixed = k_rows + (k_rows + c_cols - 2)
+    cycles = n_mb * cyc_mb + n_rem * cyc_rem + fixed
+    panel_fits = kt_part * R * C * e <= k["operand"]
+    w_loads = np.where(panel_fits, 1.0, full + (rem > 0))
     b = float(g.batch)
     glb = (b * e * S * g.k) * nt + (b * g.k * T * e) * s * w_loads + b * S * T * e
     glb = glb + np.where(q > 1, (2.0 * b * S * T * ACC_BYTES) * q, 0.0)
     glb = glb + np.where(spill, (2.0 * b * S * T * ACC_BYTES) * kt, 0.0)
-    last = np.where(rem > 0, rem, mb) * C * e  # the last pass's outputs, written back after the last tile
-    return cycles, glb, last
+    # GLB bytes per tile in whole bank words (module docstring, access granularity): its input rows (k_rows
+    # elements each, read one per cycle straight into the array), its share of the weight tile (a block
+    # into the operand buffer: every tile once per pass, or the panel once over all passes), spilled
+    # partial sums (written and read back as blocks)
+    passes = per_core * (full + (rem > 0))
+    in_v = _granular(k_rows * e, width)
+    w_tile = _granular(k_rows * c_cols * e, width) * np.where(panel_fits, 1.0 / np.maximum(passes, 1.0), 1.0)
+
+    def reg(r):
+        return r * in_v + w_tile + np.where(spill, 2.0 * _granular(r * c_cols * ACC_BYTES, width), 0.0)
+
+    acc_double = (2 * mb <= acc_rows) & ~spill
+    return {"cycles": cycles, "glb": glb, "n_mb": n_mb, "n_rem": n_rem, "cyc_mb": cyc_mb, "cyc_rem": cyc_rem,
+            "reg_mb": reg(mb), "reg_rem": np.where(rem > 0, reg(rem), 0.0),
+            "events": np.maximum(passes - 1.0, 0.0), "drain_tiles": np.where(acc_double, kt_part, 1.0),
+            "out": (_granular(mb * c_cols * e, width)
+                    + np.where(q > 1, 2.0 * _granular(mb * c_cols * ACC_BYTES, width), 0.0)),
+            "k_rows": k_rows, "fixed": fixed, "first_bytes": _granular(k_rows * c_cols * e, width),
+            "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * e, width)}
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
-    """Per chip, an integer naming its (R, C, operand buffer, accumulator): the only fields a core's cycles
-    and GLB traffic depend on (a space of ~10^5 chips has a few dozen); and how many there are."""
+    """Per chip, an integer naming its (R, C, operand buffer, accumulator, GLB bank width): the only fields
+    a core's cycles and GLB words depend on (a space of ~10^5 chips has a few dozen); and how many."""
     def build(a: ArchArrays):
         code = np.zeros(len(a), np.int64)
-        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes"):
+        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes", "glb_bank_width_bytes"):
             u, inv = np.unique(np.asarray(getattr(a, f)), return_inverse=True)
             code = code * len(u) + inv.ravel()
         u, inv = np.unique(code, return_inverse=True)
@@ -111,43 +176,113 @@ def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
     return arch.memo("core_kinds", build)
 
 
+def _groups(arch: ArchArrays, c: np.ndarray):
+    """(first index, inverse) of the distinct (core kind, core count) pairs of ``c``, or None when hardly any
+    repeat; remembered for the last few core-count arrays (an op's cost is asked for the same counts by
+    every GEMM of a layer)."""
+    cache = arch.memo("gemm_chip_groups", lambda a: {})
+    key = np.ascontiguousarray(c).tobytes()  # the counts themselves: no hash collision can alias two
+    if key not in cache:
+        kinds, _ = _core_kinds(arch)
+        cu, cinv = np.unique(c, return_inverse=True)
+        code = kinds * len(cu) + cinv.ravel()
+        ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        if len(cache) >= 8:
+            cache.pop(next(iter(cache)))
+        cache[key] = None if len(ucode) * 2 > len(c) else (first, inv.ravel())
+    return cache[key]
+
+
+def _stack(o: dict, n: int) -> np.ndarray:
+    """_orient's FIELDS as one (fields, n) array, with the drain folded per kind (events x the tiles a
+    drain spreads over in place of events, the bytes of a tile carrying its share in place of
+    drain_tiles) and one more row, BCRIT: the GLB bytes per cycle at and above which every tile is
+    compute-bound (then the tile-by-tile time is the array's time)."""
+    d = o["drain_tiles"]
+    o = dict(o, events=o["events"] * d, drain_tiles=o["reg_mb"] + o["out"] / d)
+    rows = [np.broadcast_to(np.asarray(o[f], np.float64), (n,)) for f in FIELDS]
+    f = dict(zip(FIELDS, rows))
+    crit = np.maximum(f["reg_mb"], np.where(f["events"] > 0, f["drain_tiles"], 0.0)) / f["cyc_mb"]
+    crit = np.maximum(crit, np.where(f["n_rem"] > 0, f["reg_rem"] / np.maximum(f["cyc_rem"], 1.0), 0.0))
+    return np.stack(rows + [crit, f["n_mb"] - f["events"]])
+
+
+BCRIT, A1 = len(FIELDS), len(FIELDS) + 1
+_ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes")] + [BCRIT]
+# what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
+# the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
+_TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_tiles", "n_rem", "cyc_rem",
+                                          "reg_rem", "fixed")]
+
+
 def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
-    """_orient of both orientations, evaluated once per distinct (core kind, core count) and spread back."""
-    kinds, n_kinds = _core_kinds(arch)
-    cu, cinv = np.unique(c, return_inverse=True)
-    code = kinds * len(cu) + cinv.ravel()
-    ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
-    if len(ucode) * 2 > len(c):  # hardly any repetition: compute directly
+    """_orient of both orientations, evaluated once per distinct (core kind, core count): two arrays of
+    shape (len(FIELDS) + 1, kinds) and the index of each chip's kind (None: one kind per chip)."""
+    grp = _groups(arch, c)
+    if grp is None:  # hardly any repetition: compute directly
         sub, cs, inv = k, c, None
     else:
+        first, inv = grp
         sub = {key: v[first] for key, v in k.items()}
         cs = c[first]
-    o1 = _orient(g, g.m, g.n, sub, cs)
-    o2 = o1 if g.m == g.n else _orient(g, g.n, g.m, sub, cs)
-    if inv is not None:
-        inv = inv.ravel()
-        o1, o2 = tuple(x[inv] for x in o1), tuple(x[inv] for x in o2)
-    return o1, o2
+    o1 = _stack(_orient(g, g.m, g.n, sub, cs), len(cs))
+    o2 = o1 if g.m == g.n else _stack(_orient(g, g.n, g.m, sub, cs), len(cs))
+    return o1, o2, inv
+
+
+def _tiled_cycles(t: np.ndarray, inv_bpc: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The busiest core's tile-by-tile time in cycles (module docstring), from the _TILED rows ``t`` of the
+    chips it is asked for, their GLB cycles per byte and their two ends (cycles).
+
+    Each tile takes max(its cycles, its bytes at the op's bandwidth); a pass's outputs (final, or fp32
+    partials of a K split written and read back) leave the accumulator while the next pass runs --
+    within the next pass's first tile when the accumulator holds one pass (row i must be out before that
+    tile overwrites it), spread over the whole next pass when it holds two."""
+    a1, cyc_mb, reg_mb, drains, drain_b, n_rem, cyc_rem, reg_rem, fixed = t
+    tiled = a1 * np.maximum(cyc_mb, reg_mb * inv_bpc) + drains * np.maximum(cyc_mb, drain_b * inv_bpc)
+    if n_rem.any():
+        tiled += n_rem * np.maximum(cyc_rem, reg_rem * inv_bpc)
+    return tiled + fixed + ends
+
+
+def _times_cycles(o: np.ndarray, inv_bpc: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the array alone with the two ends, the tile-by-tile time) in cycles from per-chip stacked FIELDS:
+    the two ends are the first weight tile's bytes beyond its k_rows cycles and the last pass's outputs."""
+    f = dict(zip(FIELDS, o))
+    ends = np.maximum(f["first_bytes"] * inv_bpc - f["k_rows"], 0.0) + f["last_bytes"] * inv_bpc
+    return f["cycles"] + ends, _tiled_cycles(o[_TILED], inv_bpc, ends)
 
 
 def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
     """Per-chip terms of the module docstring: compute_s, glb_s, hbm_s, glb_bytes, hbm_bytes, latency_s
-    (the faster orientation's), for chips that all have the hierarchy."""
+    (the faster orientation's), for chips that all have the hierarchy. compute_s is the array's time
+    alone (with the two ends); glb_s the time the GLB imposes: its total traffic at the op's bandwidth, or
+    the tile-by-tile time when per-tile transfers stall the array."""
     k = _chip_consts(arch)
     c = np.broadcast_to(np.asarray(cores, np.float64), (len(arch),))
     glb_bw = glb_bandwidth_Bps(arch, "tc", c)
     hbm_bytes = np.asarray(hbm_bytes, np.float64)
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
-    (cyc1, glb1, last1), (cyc2, glb2, last2) = _cycles_and_traffic(g, arch, k, c)
-    # exposed at the ends of the GEMM (nothing of it left to overlap with): the first weight tile arrives at
-    # the op's GLB rate (the compute cycles already hold R cycles for it) and the last pass's outputs drain
-    first = np.maximum(0.0, k["R"] * k["C"] * g.bytes_per_element / glb_bw - k["R"] * k["cycle_s"])
-    c1 = cyc1 * k["cycle_s"] + first + last1 / glb_bw
-    c2 = cyc2 * k["cycle_s"] + first + last2 / glb_bw
-    l1 = np.maximum(np.maximum(c1, glb1 / glb_bw), hbm_s)
-    l2 = np.maximum(np.maximum(c2, glb2 / glb_bw), hbm_s)
+    cs = k["cycle_s"]
+    bpc = glb_bw * cs           # GLB bytes per cycle at the op's bandwidth
+    inv_bpc = 1.0 / bpc
+    o1, o2, inv = _cycles_and_traffic(g, arch, k, c)
+    out = []
+    for o in ((o1, o2) if o2 is not o1 else (o1,)):
+        cyc, glb, k_rows, first_b, last_b, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
+        ends = np.maximum(first_b * inv_bpc - k_rows, 0.0) + last_b * inv_bpc
+        compute = cyc + ends
+        glb_c = glb * inv_bpc
+        stall = np.flatnonzero(bpc < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
+        if len(stall):
+            sub = o[_TILED].take(stall if inv is None else inv[stall], axis=1)
+            tiled = _tiled_cycles(sub, inv_bpc[stall], ends[stall])
+            glb_c[stall] = np.maximum(glb_c[stall], tiled)
+        out.append((compute, glb, glb_c, np.maximum(compute, glb_c)))
+    if len(out) == 1:
+        out.append(out[0])
+    (c1, g1, s1, l1), (c2, g2, s2, l2) = out
     take = l2 < l1
-    compute_s = np.where(take, c2, c1)
-    glb_bytes = np.where(take, glb2, glb1)
-    return {"compute_s": compute_s, "glb_s": glb_bytes / glb_bw, "hbm_s": hbm_s, "glb_bytes": glb_bytes,
-            "hbm_bytes": hbm_bytes, "latency_s": np.minimum(l1, l2) + k["overhead"]}
+    lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
+    return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
+            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"]}

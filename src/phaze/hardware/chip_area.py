@@ -5,6 +5,7 @@
          + num_vc * vector-core buffer             (SRAM, CACTI; the paper's 16 B per lane, at least 8 KiB)
          + GLB                                     (SRAM of glb_banks banks x glb_bank_width_bytes, CACTI)
          + network                                 (routers / crosspoints, below)
+         + per-core control                        (a fraction of each core's datapath, below)
 
 SRAM macros (CACTI table, ``sram_macro(capacity, banks, width, ports)``):
 - tensor-core operand buffer: 2 banks (the two halves of the weight double buffer), one port each, a
@@ -24,8 +25,17 @@ w-bit links costs P * Q * w of those: a mesh router has 5 x 5 (one per core), a 
 (cores + banks)... ports x banks, a bus one tap per core and bank. Linear scaling in link width and
 quadratic in ports are our assumptions (the crosspoint count), not measured figures.
 
-Per-core control (instruction sequencing, address generation): no published per-core area at this scale
-was found, so it is not charged (stated in the README); the SRAM macros' own periphery is in CACTI's area.
+Per-core control (instruction sequencing, address generation, the core's DMA/loop state). One published
+figure: the floor plan of the TPU v1 die (Jouppi et al., "In-Datacenter Performance Analysis of a Tensor
+Processing Unit", ISCA 2017, Figure 2): data buffers 37% of the die, compute 30%, I/O 10%, control 2%. The
+TPU v1 is one core, so its control sequences a datapath of 30% + 37% of the die: control = 2/67 (3.0%) of
+the datapath it controls. Each core is charged that fraction of its own datapath (its MACs or lanes and
+its buffers); the GLB's controllers are in CACTI's periphery and the network's area. A lower bound in two
+ways, both stated in the README: the TPU's 37% includes its 24 MiB Unified Buffer (GLB-like), so the
+fraction of a core's own datapath is larger; and a small core's sequencer does not shrink with its array.
+A fixed per-core figure (2% of the < 331 mm^2 28 nm die, 4.1 mm^2 scaled to 22 nm) would be the control
+of a 64K-MAC core with its host interface, too large for the small cores of the space: not used.
+The SRAM macros' own periphery is in CACTI's area.
 """
 from __future__ import annotations
 
@@ -47,6 +57,8 @@ SRAM_MIN_BYTES = 1024
 SRAM_MIN_WORDS = 32
 SRAM_MIN_WIDTH, SRAM_MAX_WIDTH = 8, 512
 ACC_BYTES = 4
+# TPU v1 floor plan (Jouppi et al., ISCA 2017, Fig. 2): control 2% of the die, compute 30%, data buffers 37%
+CONTROL_FRACTION_OF_DATAPATH = 2.0 / (30.0 + 37.0)
 
 
 def _width(w) -> np.ndarray:
@@ -111,7 +123,8 @@ def noc_area_mm2(arch: ArchArrays) -> np.ndarray:
 
 
 def chip_area_breakdown_mm2(arch: ArchArrays, model: AreaModel | None = None) -> dict:
-    """Area (mm^2) per part for each chip: compute (MACs + lanes), core_sram, glb, noc, and total."""
+    """Area (mm^2) per part for each chip: compute (MACs + lanes), core_sram, glb, noc, control (per core,
+    module docstring), and total."""
     m = model or default_area_model()
     macs = np.asarray(arch.num_tc, np.float64) * np.asarray(arch.tc_rows, np.float64) * np.asarray(arch.tc_cols, np.float64)
     lanes = np.asarray(arch.num_vc, np.float64) * np.asarray(arch.vc_width, np.float64)
@@ -121,7 +134,9 @@ def chip_area_breakdown_mm2(arch: ArchArrays, model: AreaModel | None = None) ->
             + np.asarray(arch.num_vc, np.float64) * np.asarray(s["vc"].area_mm2))
     glb = np.asarray(s["glb"].area_mm2, np.float64)
     noc = noc_area_mm2(arch)
-    return {"compute": compute, "core_sram": core, "glb": glb, "noc": noc, "total": compute + core + glb + noc}
+    control = CONTROL_FRACTION_OF_DATAPATH * (compute + core)  # the sum over cores of each core's share
+    return {"compute": compute, "core_sram": core, "glb": glb, "noc": noc, "control": control,
+            "total": compute + core + glb + noc + control}
 
 
 def chip_area_mm2(arch: ArchArrays, model: AreaModel | None = None) -> np.ndarray:

@@ -83,7 +83,7 @@ def area_split(acc: Accelerator) -> str | None:
     from phaze.hardware.chip_area import chip_area_breakdown_mm2
 
     parts = {k: float(v[0]) for k, v in chip_area_breakdown_mm2(acc.as_arrays()).items()}
-    return ", ".join(f"{k.replace('_', ' ')} {parts[k] / parts['total']:.0%}" for k in ("compute", "core_sram", "glb", "noc"))
+    return ", ".join(f"{k.replace('_', ' ')} {parts[k] / parts['total']:.0%}" for k in ("compute", "core_sram", "glb", "noc", "control"))
 
 
 def paper_spec(model, **overrides) -> SearchSpec:
