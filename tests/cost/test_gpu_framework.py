@@ -111,3 +111,33 @@ def test_gpu_head_time_uses_megatron_loss_traffic():
     bw = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
     want = 2 * H100_80G.op_overhead_s + (10 + 28) * logits / bw
     assert loss == pytest.approx(want, rel=1e-9)
+
+
+def test_a100_layernorm_kernels_at_apex_measured_bandwidth():
+    """On A100 Megatron's LayerNorm kernels (apex FusedLayerNorm) run at the throughput NVIDIA measured on
+    GA100 (895.8 GB/s forward, 572.2 GB/s backward of 1555 GB/s, apex PR #1037): our 4 / 6 B per element at
+    those fractions of the 80 GB part's 2039 GB/s, one launch each. H100 (Transformer Engine's norms) and
+    every other vector op keep the chip's memory_efficiency."""
+    from phaze.cost.gpu_framework import kernel_bandwidth_fraction
+    from phaze.hardware.presets import A100_80G
+    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.workload.ops import LayerGraph
+
+    n = 2 * 128 * 256  # b x s x h of GPT's norm1
+    assert kernel_bandwidth_fraction("a100-80g", "layernorm") == pytest.approx(0.57607, abs=1e-5)
+    assert kernel_bandwidth_fraction("a100-80g", "layernorm_bwd") == pytest.approx(0.36797, abs=1e-5)
+    assert kernel_bandwidth_fraction("h100-80g", "layernorm") is None
+    assert kernel_bandwidth_fraction("a100-80g", "gelu") is None
+
+    def t(chip, d, name):
+        g = layer_graph(GPT, _setting(GPT, "bf16"), "block", d)
+        op = next(o for o in g.ops if o.name == name)
+        return _sequential_time_s(LayerGraph(g.layer, g.direction, (op,), ()), chip, None)
+
+    peak = 2.039e12
+    assert t(A100_80G, "fwd", "norm1") == pytest.approx(4 * n / (peak * 895.8 / 1555) + 3e-6, rel=1e-9)
+    assert t(A100_80G, "bwd", "norm1.bwd") == pytest.approx(6 * n / (peak * 572.2 / 1555) + 3e-6, rel=1e-9)
+    h100 = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
+    assert t(H100_80G, "fwd", "norm1") == pytest.approx(4 * n / h100 + 3e-6, rel=1e-9)
+    # the residual add beside it is unchanged on A100 (7 B per element with dropout, at 0.90 of the peak)
+    assert t(A100_80G, "fwd", "attn_residual") == pytest.approx(7 * n / (peak * 0.9) + 3e-6, rel=1e-9)

@@ -41,6 +41,19 @@ ops: ``megatron/mpu/cross_entropy.py`` on ``output.float()`` from ``megatron/mod
 ``vector_kinds`` prices these as one fused pass each (2, 6 and 6 B); with a 128k-256k vocabulary the
 difference is 1-3% of a step. Applied to the sequential (GPU) time model only: a designed chip runs its own
 fused loss.
+
+**Megatron-LM's LayerNorm kernels on A100** (the published A100 runs: Megatron-LM 2021-22 and
+Megatron-DeepSpeed, ``MixedFusedLayerNorm``, the kernels of apex's ``FusedLayerNorm``: ``cuApplyLayerNorm``
+forward; ``cuComputeGradInput`` plus ``cuComputePartGradGammaBeta`` / ``cuComputeGradGammaBeta`` backward,
+the latter re-reading dY and X for the weight gradients). These run well below the STREAM-like fraction
+of ``memory_efficiency``: NVIDIA measured them on a GA100 (A100 40 GB, 1555 GB/s) at 895.8 GB/s forward and
+572.2 GB/s backward for B=32, S=512, h=1024 fp16 (github NVIDIA/apex pull request #1037, "fast layer norm",
+Jan 2021: "[APEX FWD] Time: 0.0751ms Throughput: 895.7822 GB/sec", "[APEX BWD] Time: 0.1762ms Throughput:
+572.1678 GB/sec"; the throughputs count 4 and 6 B per element, our ``layernorm`` / ``layernorm_bwd`` bytes).
+We charge our bytes at those fractions of the peak, 0.576 and 0.368 (the kernels' own traffic pattern, so
+the fraction carries over to the 80 GB part). The H100 runs use Transformer Engine's norm kernels (the
+"NEW" kernels of that pull request: 81% / 75% of the peak there, within 10-17% of ``memory_efficiency``);
+no published H100 figure, so H100 keeps ``memory_efficiency``.
 """
 from __future__ import annotations
 
@@ -58,6 +71,25 @@ FP8_FUSED_PRODUCERS = frozenset({"layernorm", "rmsnorm"})
 
 # Megatron-LM's unfused vocab-parallel cross-entropy, bytes per logit of each of our loss ops (module doc).
 MEGATRON_CROSS_ENTROPY_BYTES = {"cross_entropy_max": 10.0, "cross_entropy": 28.0, "cross_entropy_bwd": 14.0}
+
+
+# apex FusedLayerNorm (Megatron-LM's MixedFusedLayerNorm) on GA100, fraction of the 1555 GB/s peak (module doc):
+# {GPU name prefix: {vector-op kind: achieved fraction of the HBM peak}}
+APEX_LAYERNORM_FWD_FRACTION = 895.8 / 1555.0
+APEX_LAYERNORM_BWD_FRACTION = 572.2 / 1555.0
+NORM_KERNEL_FRACTIONS = {"a100": {"layernorm": APEX_LAYERNORM_FWD_FRACTION,
+                                  "layernorm_bwd": APEX_LAYERNORM_BWD_FRACTION}}
+
+
+def kernel_bandwidth_fraction(accelerator_name: str, kind: str) -> float | None:
+    """The measured fraction of the HBM peak at which the framework's kernel for vector-op ``kind`` runs
+    on this GPU (``NORM_KERNEL_FRACTIONS``, by the chip name's prefix), or None: the chip's
+    ``memory_efficiency`` applies."""
+    name = accelerator_name.lower()
+    for prefix, kinds in NORM_KERNEL_FRACTIONS.items():
+        if name.startswith(prefix):
+            return kinds.get(kind)
+    return None
 
 
 def megatron_vector_op(op: VectorOp) -> VectorOp:

@@ -95,7 +95,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
 
     from phaze.cost import op_latency_s
     from phaze.cost.gpu import gpu_gemm_latency_s
-    from phaze.cost.gpu_framework import fp8_cast_s, megatron_vector_op
+    from phaze.cost.gpu_framework import fp8_cast_s, kernel_bandwidth_fraction, megatron_vector_op
     from phaze.cost.overlap import overlap_pairs, pipelined_overlap_s
     from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
 
@@ -111,7 +111,11 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
             if isinstance(op, VectorOp):  # Megatron's unfused loss kernels (phaze.cost.gpu_framework)
                 op = megatron_vector_op(op)
             cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
-            lat.append(float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0]))
+            x = float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
+            frac = kernel_bandwidth_fraction(accelerator.name, op.kind) if isinstance(op, VectorOp) else None
+            if frac is not None:  # the framework's kernel at its measured bandwidth (phaze.cost.gpu_framework)
+                x = max(x, op.bytes_moved / (accelerator.hbm_bandwidth_Bps * frac) + accelerator.op_overhead_s)
+            lat.append(x)
     # Transformer Engine's FP8 casts and transposes around the FP8 GEMMs (phaze.cost.gpu_framework)
     extra = fp8_cast_s(graph, accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency,
                        accelerator.op_overhead_s)

@@ -1,0 +1,98 @@
+"""What-if measurements behind README "The small-model gap": each candidate mechanism for the missing cost of
+small models, applied on top of the shipped model, and its effect on every validation group.
+
+    .venv/bin/python scripts/small_model_candidates.py            # all candidates, one line each
+    .venv/bin/python scripts/small_model_candidates.py memory-0.80  # one of them
+
+Each candidate is a temporary patch of one constant or cost function in this process only (nothing is
+written); the line reports mean / max |error| % of the four Korthikanti cases, the SC21 and NeMo groups, the
+23 runs, the first held-out set and the second one. The shipped model is the line "shipped". Analysis only:
+none of these patches is part of the model unless README says it was adopted.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import replace
+
+
+def _accelerators(**kw):
+    import phaze.hardware.presets as presets
+    for name in ("a100-80g", "h100-80g"):
+        presets.ACCELERATORS[name] = replace(presets.ACCELERATORS[name], **kw)
+
+
+def _vector_bytes(factor: float):
+    """Every vector kernel and FP8 cast of the GPU model moves ``factor`` x its bytes (= runs at 1/factor of
+    the bandwidth it is charged at now)."""
+    import phaze.cost.gpu_framework as fw
+    orig = fw.megatron_vector_op
+    fw.megatron_vector_op = lambda op: (lambda o: replace(o, bytes_moved=int(o.bytes_moved * factor)))(orig(op))
+    fw.FP8_CAST_TRANSPOSE_BYTES *= factor
+    fw.FP8_FUSED_INPUT_BYTES *= factor
+
+
+def _small_gemms(limit: int, slowdown: float):
+    """GEMMs with M, N or K <= ``limit`` (standard attention's score / context products over the head dim)
+    run their tiles at 1/``slowdown`` of the in-wave efficiency."""
+    import phaze.cost.gpu as gpu
+    orig = gpu.gpu_gemm_wave_flops
+    gpu.gpu_gemm_wave_flops = lambda g, sms: orig(g, sms) * (slowdown if min(g.m, g.n, g.k) <= limit else 1.0)
+
+
+def _optimizer_bytes(factor: float):
+    import phaze.placement.stage as stage
+    orig = stage.optimizer_traffic_bytes
+    stage.optimizer_traffic_bytes = lambda *a: orig(*a) * factor
+
+
+def _te_norms_on_h100():
+    """H100's norm kernels at the GA100 fractions of apex's "NEW" (contrib) LayerNorm kernels, apex PR #1037:
+    1258.0 and 1163.4 of 1555 GB/s forward / backward (Transformer Engine's norms on H100 are not measured)."""
+    import phaze.cost.gpu_framework as fw
+    fw.NORM_KERNEL_FRACTIONS["h100"] = {k: v for kind in ("layernorm", "rmsnorm") for k, v in
+                                        ((kind, 1258.0 / 1555), (kind + "_bwd", 1163.4 / 1555))}
+
+
+CANDIDATES = {
+    "shipped": lambda: None,
+    "memory-0.80": lambda: _accelerators(memory_efficiency=0.80),
+    "vector-kernels-1.5x": lambda: _vector_bytes(1.5),
+    "launch-10us": lambda: _accelerators(op_overhead_s=10e-6),
+    "launch-20us": lambda: _accelerators(op_overhead_s=20e-6),
+    "small-k-gemms-1.5x": lambda: _small_gemms(256, 1.5),
+    "optimizer-2x": lambda: _optimizer_bytes(2.0),
+    "te-norms-h100": _te_norms_on_h100,
+}
+
+
+def _stats(rows) -> str:
+    a = [abs(r.error_pct) for r in rows]
+    return f"{sum(a) / len(a):5.2f} / {max(a):5.2f}"
+
+
+def measure(name: str) -> str:
+    CANDIDATES[name]()
+    v = importlib.import_module("phaze.validation.validate")
+    from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, RUNS_FILE, packaged_cases
+    runs = [v._time(c) for c in packaged_cases(RUNS_FILE).time]
+    ko = [v._time(c) for c in packaged_cases("published_measurements.json").time]
+    h1 = [v._time(c) for c in packaged_cases(HELD_OUT_FILE).time]
+    h2 = [v._time(c) for c in packaged_cases(HELD_OUT2_FILE).time]
+    sc = [r for r in runs if r.group == "SC21-T1"]
+    ne = [r for r in runs if r.group == "NeMo"]
+    return (f"{name:22s} Korthikanti {_stats(ko)} | SC21 {_stats(sc)} | NeMo {_stats(ne)} | 23 runs {_stats(runs)}"
+            f" | held-out 1 {_stats(h1)} | held-out 2 {_stats(h2)}")
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:] or list(CANDIDATES)
+    unknown = [n for n in names if n not in CANDIDATES]
+    if unknown:
+        sys.exit(f"unknown candidate(s) {', '.join(unknown)}; choose from {', '.join(CANDIDATES)}")
+    if len(names) == 1:
+        print(measure(names[0]))
+    else:  # one fresh process per candidate: the patches and the cost caches must not leak between them
+        import subprocess
+        for n in names:
+            subprocess.run([sys.executable, __file__, n], check=True)
