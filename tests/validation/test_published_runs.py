@@ -11,7 +11,7 @@ from phaze.validation import validate
 from phaze.validation.cases import RUNS_FILE, packaged_cases
 
 # |error| bounds actually achieved per group (mean, max), to catch regressions; the goal is 5% / 10%.
-ACHIEVED = {"SC21-T1": (5.0, 13.5), "NeMo": (9.5, 13.5)}
+ACHIEVED = {"SC21-T1": (7.5, 15.5), "NeMo": (9.5, 13.5)}
 RUNS_GOAL = (5.0, 10.0)  # mean, max |error| % over the 23 runs (issue 11)
 HELD_OUT_GOAL = (6.0, 12.0)  # mean, max |error| % on published runs the model was not built on (issue 11)
 
@@ -30,7 +30,9 @@ def test_runs_are_packaged_with_sources():
     nemo = [c for c in cases.time if c.group == "NeMo"]
     assert len(nemo) == 13 and all(c.attention == "flash" and c.tp_overlap and c.dp_overlap and c.zero1 for c in nemo)
     sc21 = [c for c in cases.time if c.group == "SC21-T1"]
-    assert len(sc21) == 10 and not any(c.dp_overlap or c.zero1 or c.attention == "flash" for c in sc21)
+    assert len(sc21) == 10 and not any(c.zero1 or c.attention == "flash" for c in sc21)
+    # run_table_1.sh: DDP=torch (gradient all-reduce overlapped with the backward) for 1.7B-18B, DDP=local after
+    assert [c.dp_overlap for c in sc21] == [True] * 4 + [False] * 6
 
 
 def test_every_published_run_fits(report):
@@ -49,9 +51,10 @@ def test_time_error_per_group_within_achieved_bounds(report):
         assert g.time_mean_abs_pct == pytest.approx(sum(errs) / len(errs))
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: 23 runs 7.17% mean / 13.25% max (SC21 4.84 / 13.25, NeMo 8.97 / "
-                                      "13.02: with the DP sync at the NICs' real bandwidth, SC21 1.7B-3.6B and "
-                                      "Nemotron-4 15B are predicted 9-13% too fast); goal 5% / 10%")
+@pytest.mark.xfail(strict=True, reason="NOT met: 23 runs 8.20% mean / 15.37% max (SC21 7.21 / 15.37, NeMo 8.97 / "
+                                      "13.02: with the DP sync at the NICs' real bandwidth and overlapped where the "
+                                      "runs overlapped it, SC21 1.7B-18B and Nemotron-4 15B are predicted 9-15% too "
+                                      "fast); goal 5% / 10%")
 def test_goal_on_the_23_runs(report):
     assert report.time_mean_abs_pct <= RUNS_GOAL[0] and report.time_max_abs_pct <= RUNS_GOAL[1]
 
