@@ -61,3 +61,19 @@ def test_search_bound_is_placement_bound_with_tighter_max_stage():
     # by hand, chip 0: p=1: 4 + 7*4 + 0.5 = 32.5; p=2: S'=4.2, M=2.5: max(4.2+3*2.5+.25, 4.2+2*2.5+3+.25) = 12.45;
     # p=4: S'=4.6, M=1.5: max(4.6+1.5+.125, 4.6+0+1+.125) = 6.225
     assert abs(got[0] - 6.225) < 1e-12
+
+
+def test_min_bottleneck_closed_form_equals_binary_search():
+    """The closed form with its rounding steps gives the binary search's answer bit for bit, on random
+    times and on times at the breakpoints (e, h exact multiples of b, where float rounding decides)."""
+    from phaze.search.bounds import _min_bottleneck_bisect_s
+    rng = np.random.default_rng(1)
+    n = 4000
+    b = rng.uniform(1e-6, 1e-3, n)
+    e = np.where(rng.random(n) < 0.5, rng.uniform(0, 0.05, n), rng.integers(0, 60, n) * b)
+    h = np.where(rng.random(n) < 0.5, rng.uniform(0, 0.05, n), rng.integers(0, 60, n) * b)
+    e[:50], h[50:100] = 0.0, 0.0
+    for L in (1, 2, 7, 24, 96):
+        for p in (1, 2, 3, 4, 8, 17, L + 2):
+            got, want = min_bottleneck_s(e, b, h, L, p), _min_bottleneck_bisect_s(e, b, h, L, p)
+            assert np.array_equal(got, want), (L, p, np.flatnonzero(got != want)[:5])

@@ -87,15 +87,28 @@ class Combination(NamedTuple):
         return self.dp * self.setting.cp
 
 
+# per process: cluster -> (topologies, sends, syncs) shared by every search on it; bounded (cleared past these
+# sizes) so that a long session's memory stays small (a co-search needs a few thousand entries per model)
+_ACROSS_SEARCHES: dict = {}
+ACROSS_SEARCHES_MAX_CLUSTERS = 16
+ACROSS_SEARCHES_MAX_ENTRIES = 200_000
+
+
 class _Shared:
     """What the combinations of one search share, computed once: topologies, the cheapest pipeline sends of
     a (t, ranks) shape, gradient-sync times, and the partition solvers' stage rows."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self._topo: dict = {}
-        self._sends: dict = {}
-        self.sync: dict = {}
+        # topologies, sends and syncs are pure functions of their keys and the cluster, so later searches on
+        # the same cluster reuse them (a co-search runs one per candidate chip: recomputing the syncs was a
+        # third of its exact phase, benchmarks/bench_reproduce.py)
+        if len(_ACROSS_SEARCHES) > ACROSS_SEARCHES_MAX_CLUSTERS:
+            _ACROSS_SEARCHES.clear()
+        self._topo, self._sends, self.sync = _ACROSS_SEARCHES.setdefault(cluster, ({}, {}, {}))
+        if len(self.sync) + len(self._sends) > ACROSS_SEARCHES_MAX_ENTRIES:
+            for d in (self._topo, self._sends, self.sync):
+                d.clear()
         self.rows: dict = {}  # stage rows of the partition solves (keyed by id: lives only in one search)
 
     def topo(self, t: int, ranks: int, p: int) -> st.Topology:

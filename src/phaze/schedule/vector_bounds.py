@@ -7,6 +7,9 @@ another in topological order, different kinds (and the network) overlap as depen
 """
 from __future__ import annotations
 
+import hashlib
+from dataclasses import replace
+
 import numpy as np
 
 from phaze.hardware.accelerator import ArchArrays
@@ -27,12 +30,34 @@ def _with_more_than(arch: ArchArrays, kind: str, p: int, resident: np.ndarray):
     return idx, sub, np.asarray(resident)[idx]
 
 
-def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
-                      tp_tier: NetworkTier | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _op_modes(op, arch: ArchArrays, kind: str, cap: np.ndarray, resident: np.ndarray, op_latency_s):
+    """Per chip: the op on all its cores, its fastest mode and its least core-seconds over every mode."""
+    full = np.maximum(np.asarray(op_latency_s(op, arch, cap, resident=resident), dtype=float), MIN_DURATION_S)
+    best_d, best_w = full.copy(), full * cap
+    p = 1
+    while p < int(cap.max(initial=1)):
+        # mode p only on the chips that have more than p cores of this kind (the others' all-cores mode
+        # is already in); the sub-array is kept on ``arch`` so its derived data is computed once
+        idx, sub, sub_res = _with_more_than(arch, kind, p, resident)
+        if len(idx):
+            lat = np.maximum(np.asarray(op_latency_s(op, sub, p, resident=sub_res), dtype=float), MIN_DURATION_S)
+            best_d[idx] = np.minimum(best_d[idx], lat)
+            best_w[idx] = np.minimum(best_w[idx], lat * p)
+        p *= 2
+    return full, best_d, best_w
+
+
+def layer_time_bounds(graph: LayerGraph, arch: ArchArrays, tp_tier: NetworkTier | None = None,
+                      memo: dict | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bounds [chip] of the layer's optimal makespan (module docstring). ``memo``: a dict
+    kept by the caller over several graphs on the same ``arch`` (e.g. one setting's recompute modes, whose
+    graphs share most ops): each distinct op (equal fields but its name, which no cost reads; for vector
+    ops also the chips' GLB residency) is costed once. Same results with or without it."""
     from phaze.cost import activations_resident, op_latency_s
 
     n_chips = len(arch)
     resident = activations_resident(graph, arch)
+    res_key = hashlib.sha256(np.ascontiguousarray(resident).tobytes()).hexdigest()
     caps = {"tc": np.asarray(arch.num_tc, dtype=np.int64), "vc": np.asarray(arch.num_vc, dtype=np.int64),
             "net": np.ones(n_chips, dtype=np.int64)}
     where = f"layer {graph.layer!r} ({graph.direction})"
@@ -48,19 +73,13 @@ def layer_time_bounds(graph: LayerGraph, arch: ArchArrays,
             d_all.append(d)
             work["net"] += d
             continue
-        cap = caps[kind]
-        full = np.maximum(np.asarray(op_latency_s(op, arch, cap, resident=resident), dtype=float), MIN_DURATION_S)
-        best_d, best_w = full.copy(), full * cap
-        p = 1
-        while p < int(cap.max(initial=1)):
-            # mode p only on the chips that have more than p cores of this kind (the others' all-cores mode
-            # is already in); the sub-array is kept on ``arch`` so its derived data is computed once
-            idx, sub, sub_res = _with_more_than(arch, kind, p, resident)
-            if len(idx):
-                lat = np.maximum(np.asarray(op_latency_s(op, sub, p, resident=sub_res), dtype=float), MIN_DURATION_S)
-                best_d[idx] = np.minimum(best_d[idx], lat)
-                best_w[idx] = np.minimum(best_w[idx], lat * p)
-            p *= 2
+        key = (replace(op, name=""), kind, res_key if kind == "vc" else None)
+        if memo is not None and key in memo:
+            full, best_d, best_w = memo[key]
+        else:
+            full, best_d, best_w = _op_modes(op, arch, kind, caps[kind], resident, op_latency_s)
+            if memo is not None:
+                memo[key] = (full, best_d, best_w)
         d_min.append(best_d)
         d_all.append(full)
         work[kind] += best_w

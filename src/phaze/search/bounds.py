@@ -70,29 +70,72 @@ def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int
     """Least possible max stage compute time over every split of embedding (e), L blocks (b each) and head
     (h) into p contiguous stages, ignoring memory (so a lower bound on max_i T_i), for many chips at once.
     Stage 0 holds the embedding, stage p-1 the head; at bound U they take floor((U-e)/b), floor((U-h)/b)
-    and floor(U/b) blocks each. The least feasible U is a breakpoint k*b + c, c in {0, e, h}: for each c a
-    binary search on k (the count is monotone in U)."""
+    and floor(U/b) blocks each. The least feasible U is a breakpoint k*b + c, c in {0, e, h}, and for each
+    c the least k has a closed form (the block count at U = k*b + c is p*k plus a constant); a few steps
+    of the exact float test then settle rounding at the breakpoints, so the answer is the least k the
+    float test accepts, the same as a binary search on k (kept as ``_min_bottleneck_bisect_s``)."""
     if p == 1:
         return e + L * b + h
     floor_u = np.maximum(e, h)
     k_hi = L + np.ceil(floor_u / b) + 1
+    fits = _fits(e, b, h, L, p, floor_u)
+    best = np.full_like(b, np.inf)
+    # block count at U = k b + c (exact arithmetic): c = 0: p k - ceil(e/b) - ceil(h/b); c = e:
+    # p k + floor((e-h)/b) + (p-2) floor(e/b); c = h: the same with e and h swapped
+    for c, const in ((np.zeros_like(b), np.floor(-e / b) + np.floor(-h / b)),
+                     (e, np.floor((e - h) / b) + (p - 2) * np.floor(e / b)),
+                     (h, np.floor((h - e) / b) + (p - 2) * np.floor(h / b))):
+        k = np.maximum(np.ceil((L - const) / p), np.ceil((floor_u - c) / b))
+        k = np.clip(k, 0, k_hi)
+        todo = np.arange(len(b))  # chips whose k is not yet known to be the least accepted
+        for _ in range(3):  # float rounding at a breakpoint moves the answer by a block at most (2 spare steps)
+            kt, ct, bt = k[todo], c[todo], b[todo]
+            sub = _fits(e[todo], bt, h[todo], L, p, floor_u[todo]) if len(todo) < len(b) else fits
+            ok, below = sub(kt * bt + ct), sub(np.maximum(kt - 1, 0) * bt + ct)
+            least = ((kt == k_hi[todo]) | ok) & ((kt == 0) | ~below)
+            k[todo] = np.where(least, kt, np.where(ok, kt - 1, kt + 1))
+            todo = todo[~least]
+            if not len(todo):
+                break
+        if len(todo):  # not settled in three steps (never seen): the binary search for those chips
+            k[todo] = _least_k(_fits(e[todo], b[todo], h[todo], L, p, floor_u[todo]), b[todo], c[todo], k_hi[todo])
+        best = np.minimum(best, k * b + c)
+    return best
 
+
+def _fits(e, b, h, L, p, floor_u):
+    """U -> whether p stages of at most U hold the embedding, L blocks and the head (per chip), counting
+    blocks with the rounding slack below."""
     def blocks(x):  # floor, forgiving rounding at the breakpoints themselves (errs low: the bound stays valid)
         return np.floor(x + BREAKPOINT_SLACK)
 
     def fits(U):
         return ((blocks((U - e) / b) + blocks((U - h) / b) + (p - 2) * blocks(U / b) >= L)
                 & (U >= floor_u * (1 - FLOOR_RTOL)))
+    return fits
 
+
+def _least_k(fits, b, c, k_hi):
+    """Least k in [0, k_hi] with fits(k*b + c) (k_hi when none below it), by binary search per chip."""
+    lo, hi = np.zeros_like(b), k_hi.copy()  # invariant: fits(hi*b + c), not fits((lo-1)*b + c)
+    while np.any(lo < hi):
+        mid = np.floor((lo + hi) / 2)
+        ok = fits(mid * b + c)
+        hi = np.where(ok & (lo < hi), mid, hi)
+        lo = np.where(~ok & (lo < hi), mid + 1, lo)
+    return hi
+
+
+def _min_bottleneck_bisect_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int) -> np.ndarray:
+    """``min_bottleneck_s`` by binary search on k for each c (the reference the closed form is tested on)."""
+    if p == 1:
+        return e + L * b + h
+    floor_u = np.maximum(e, h)
+    k_hi = L + np.ceil(floor_u / b) + 1
+    fits = _fits(e, b, h, L, p, floor_u)
     best = np.full_like(b, np.inf)
     for c in (np.zeros_like(b), e, h):
-        lo, hi = np.zeros_like(b), k_hi.copy()  # invariant: fits(hi*b + c), not fits((lo-1)*b + c)
-        while np.any(lo < hi):
-            mid = np.floor((lo + hi) / 2)
-            ok = fits(mid * b + c)
-            hi = np.where(ok & (lo < hi), mid, hi)
-            lo = np.where(~ok & (lo < hi), mid + 1, lo)
-        best = np.minimum(best, hi * b + c)
+        best = np.minimum(best, _least_k(fits, b, c, k_hi) * b + c)
     return best
 
 
@@ -115,11 +158,13 @@ class _Row:
     send_s: float  # least p2p time a microbatch adds to sum T (over p - 1 boundaries)
     opt_s: float  # optimizer step of the stage with the most parameters (>= 1/p of them)
     sync_s: float | None  # gradient sync of the stage with the most gradients (None: d = 1)
+    need_bytes: float = 0.0  # the whole model's memory over p devices: the row needs at least this HBM
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
                 hbm_Bps: float) -> list[_Row]:
-    """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms."""
+    """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms
+    (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds)."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
     tot = st.model_totals(c, L)
@@ -134,7 +179,8 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
             break
         pf, pb = st.least_sends_s(c, cluster, t, d)
         for p in range(1, min(L + 2, N // (t * d)) + 1):
-            if (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p > cap_bytes:
+            need = (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p
+            if need > cap_bytes:
                 continue
             sync = None
             if d > 1:
@@ -142,7 +188,7 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
                     most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes, c.block.grad_bytes,
                                                                          c.head.grad_bytes, L, p))
                 sync = float(st.dp_sync_s(most_grads[p], 0.0, st.Topology.of(cluster, t, d, p), False))
-            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync))
+            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync, need))
     return rows
 
 
@@ -157,21 +203,27 @@ def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.nda
     the embedding or head stage of a deep pipeline holds more than 1/p)."""
     best = np.full_like(S, np.inf)
     for r in rows:
-        Sp = S + r.send_s
-        M = np.maximum(Sp / r.p, U[r.p])
-        best = np.minimum(best, plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m))
+        best = np.minimum(best, _row_floor_s(r, S, U))
     return best
 
 
+def _row_floor_s(r: _Row, S: np.ndarray, U: dict[int, np.ndarray]) -> np.ndarray:
+    """``iteration_lower_bound_s`` of one row."""
+    Sp = S + r.send_s
+    M = np.maximum(Sp / r.p, U[r.p])
+    return plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m)
+
+
 def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, arch: ArchArrays,
-                   cluster: Cluster) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
+                   cluster: Cluster, memo: dict | None = None) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
     """One setting on every chip: lower and upper layer times [slot, chip], the memory-only LayerCosts, and
-    the throughput upper bound [hbm, chip]. Independent per setting, so settings can run in parallel."""
+    the throughput upper bound [hbm, chip]. Independent per setting, so settings can run in parallel.
+    ``memo``: op costs shared with other settings on the same ``arch`` (``layer_time_bounds``)."""
     n = len(arch)
     lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
     tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
     for j, (kind, direction) in enumerate(SLOTS):
-        lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier)
+        lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
     c = memory_costs(model, setting, spec.optimizer)
     L = model.num_layers
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
@@ -179,32 +231,55 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
     S = e + L * b + h  # compute per microbatch at the lower bounds
     U: dict[int, np.ndarray] = {}
     tput = np.zeros((len(spec.hbm_gib), n))
-    for hh, gib in enumerate(spec.hbm_gib):
-        rows = _bound_rows(c, model, spec, cluster, gib * GiB, hbm_Bps)
-        if not rows:
-            continue
-        for r in rows:
+    # a smaller HBM's rows are a subset of a larger one's: each row's floor is computed once, and the HBM
+    # sizes, smallest first, take the running minimum over the rows each one adds (iteration_lower_bound_s
+    # of each size's rows, the same values: a minimum does not depend on the order it is taken in)
+    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps),
+                  key=lambda r: r.need_bytes)
+    best, k = np.full(n, np.inf), 0
+    for hh in sorted(range(len(spec.hbm_gib)), key=lambda hh: spec.hbm_gib[hh]):
+        cap = spec.hbm_gib[hh] * GiB
+        while k < len(rows) and rows[k].need_bytes <= cap:
+            r = rows[k]
             if r.p not in U:
                 U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
-        tput[hh] = spec.global_batch / iteration_lower_bound_s(rows, S, U)
+            best = np.minimum(best, _row_floor_s(r, S, U))
+            k += 1
+        if k:
+            tput[hh] = spec.global_batch / best
     return lower, upper, c, tput
+
+
+def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
+                 cluster: Cluster) -> list[tuple]:
+    """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
+    share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once."""
+    memo: dict = {}
+    return [setting_bounds(model, spec, s, arch, cluster, memo) for s in settings]
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
                  executor=None, on_setting=None) -> ModelBounds:
     """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized over chips;
-    settings spread over ``executor`` when given). ``on_setting()`` is called as each setting finishes."""
+    settings spread over ``executor`` when given, those with one (microbatch, t) together so that they share
+    their op costs). ``on_setting()`` is called as each setting finishes."""
     settings = spec.settings(model)
-    args = [(model, spec, s, arch, cluster) for s in settings]
+    groups: dict[tuple[int, int], list[TrainSetting]] = {}
+    for s in settings:
+        groups.setdefault((s.microbatch_size, s.tp), []).append(s)
+    args = [(model, spec, tuple(g), arch, cluster) for g in groups.values()]
     tick = on_setting or (lambda: None)
-    parts = []
+    done: dict[TrainSetting, tuple] = {}
     if executor is None:
         for a in args:
-            parts.append(setting_bounds(*a))
-            tick()
+            done.update(zip(a[2], group_bounds(*a)))
+            for _ in a[2]:
+                tick()
     else:
-        for f in [executor.submit(setting_bounds, *a) for a in args]:
-            parts.append(f.result())
-            tick()
+        for a, f in [(a, executor.submit(group_bounds, *a)) for a in args]:
+            done.update(zip(a[2], f.result()))
+            for _ in a[2]:
+                tick()
+    parts = [done[s] for s in settings]
     return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
                        np.stack([p[1] for p in parts]), np.stack([p[3] for p in parts]))

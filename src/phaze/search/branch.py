@@ -56,7 +56,8 @@ class BranchAndBound:
             self._consider(r)
         self.sigs: dict[int, bytes] = {}
         self.bounded_sigs: dict[bytes, float] = {}
-        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "chips_evaluated_this_run": 0}
+        self.counters = {"schedules_solved": 0, "schedules_not_optimal": 0, "schedules_reused": 0,
+                         "chips_evaluated_this_run": 0}
 
     @property
     def incumbent(self) -> float:
@@ -77,9 +78,29 @@ class BranchAndBound:
             if _better(r, self.best, self.cands.area_mm2):
                 self.best = r
 
+    def next_tasks(self, store: Store, n: int = 1) -> list[ChipTask]:
+        """Up to ``n`` next chips worth an exact evaluation, in bound order (empty when every remaining chip
+        is pruned). Chips whose lower-bound layer times equal an already bounded chip's are recorded as
+        bounded on the way (one transaction for all of them)."""
+        tasks: list[ChipTask] = []
+        shared: list[ChipResult] = []
+        try:
+            while len(tasks) < n:
+                task = self._next_task(shared)
+                if task is None:
+                    break
+                tasks.append(task)
+        finally:
+            if shared:
+                store.add(shared, {r.index: chip_fields(self.cands, r.index) for r in shared})
+        return tasks
+
     def next_task(self, store: Store) -> ChipTask | None:
-        """The next chip worth an exact evaluation (None when every remaining chip is pruned). Chips whose
-        lower-bound layer times equal an already bounded chip's are recorded as bounded on the way."""
+        """The next chip worth an exact evaluation (None when every remaining chip is pruned)."""
+        tasks = self.next_tasks(store, 1)
+        return tasks[0] if tasks else None
+
+    def _next_task(self, shared: list[ChipResult]) -> ChipTask | None:
         while self.pos < len(self.order):
             c = int(self.order[self.pos])
             threshold = self.threshold(c)
@@ -94,7 +115,7 @@ class BranchAndBound:
             sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
             if sig in self.bounded_sigs:
                 results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
-                store.add(results, {c: chip_fields(self.cands, c)})
+                shared.extend(results)
                 self.done.update({(c, g): r for g, r in zip(hbms, results)})
                 continue
             self.sigs[c] = sig
@@ -109,18 +130,24 @@ class BranchAndBound:
 
     def absorb(self, c: int, results: list[ChipResult], store: Store) -> None:
         """Commit one chip's results and update the incumbent."""
-        self.counters["chips_evaluated_this_run"] += 1
-        store.add(results, {c: chip_fields(self.cands, c)})
-        if results and all(r.bound_only for r in results):
-            # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so neither can
-            # any chip with the same lower bounds (the incumbent only grows).
-            self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
-        for r in results:
-            self.done[(r.index, r.hbm_gib)] = r
-            self._consider(r)
-        # each result carries the chip's running count; the chip's total is the largest
-        self.counters["schedules_solved"] += max((r.schedules_solved for r in results), default=0)
-        self.counters["schedules_not_optimal"] += max((r.schedules_not_optimal for r in results), default=0)
+        self.absorb_many([(c, results)], store)
+
+    def absorb_many(self, finished: list[tuple[int, list[ChipResult]]], store: Store) -> None:
+        """Commit several chips' results in one transaction and update the incumbent."""
+        every = [r for _, results in finished for r in results]
+        store.add(every, {c: chip_fields(self.cands, c) for c, _ in finished})
+        for c, results in finished:
+            self.counters["chips_evaluated_this_run"] += 1
+            if results and all(r.bound_only for r in results):
+                # Its plan under lower-bound times cannot reach the incumbent at its largest HBM, so neither can
+                # any chip with the same lower bounds (the incumbent only grows).
+                self.bounded_sigs[self.sigs[c]] = max(r.score for r in results)
+            for r in results:
+                self.done[(r.index, r.hbm_gib)] = r
+                self._consider(r)
+            # each result carries the chip's running count; the chip's total is the largest
+            for key in ("schedules_solved", "schedules_not_optimal", "schedules_reused"):
+                self.counters[key] += max((getattr(r, key) for r in results), default=0)
 
     def resolved(self) -> int:
         """Candidates evaluated, bounded or already known to be pruned (for the progress bar)."""

@@ -77,6 +77,8 @@ class ChipResult:
     schedules_solved: int  # running count of this chip's exact layer schedules when this result was made
     schedules_not_optimal: int
     bound_only: bool = False  # bounded by the lower-bound layer times alone (no exact time was needed)
+    schedules_reused: int = 0  # of schedules_solved: answered by the worker's content-hashed schedule cache
+    #                            (counted in this run only; not stored)
 
 
 def _device(acc: Accelerator, gib: int) -> DeviceSpec:
@@ -130,11 +132,13 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
         if mt.upper_s[i, j] <= mt.lower_s[i, j] * (1 + TIGHT_RTOL):
             continue
         problem = _problem(mt.model, s, kind, direction, task.accelerator, tier)
+        hits = _CACHE.hits
         sched = solve_cached(problem, _CACHE, task.schedule_time_limit_s, exact=exact,
                              num_workers=task.schedule_subsolvers)
         if exact:
             counter[0] += 1
             counter[1] += sched.status != "optimal"
+            counter[2] += _CACHE.hits > hits
             out[j] = sched.makespan_s
         else:
             out[j] = max(out[j], sched.lower_bound_s)
@@ -207,7 +211,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     More HBM only adds feasible plans (layer times do not depend on capacity), so the score can only
     shrink with a smaller HBM: once below the incumbent, every smaller size is too. The incumbent prunes
     settings inside the chip: with several models through a per-model threshold (``_model_threshold``)."""
-    counter = [0, 0]
+    counter = [0, 0, 0]  # layer schedules solved, of them not proven optimal, of them reused from the cache
     times_cache: list[dict] = [{} for _ in task.models]
     results = []
     single = len(task.models) == 1
@@ -217,12 +221,12 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     for gib in sorted(task.hbm_gib, reverse=True):
         if dominated_by is not None:
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
-                                      bound_only))
+                                      bound_only, counter[2]))
             continue
         if carry is not None and all(mem <= gib * GiB for mem in carry[1]):
             # the larger HBM's best plans fit this one too, and a smaller HBM cannot do better
             results.append(replace(carry[0], hbm_gib=gib, schedules_solved=counter[0],
-                                   schedules_not_optimal=counter[1]))
+                                   schedules_not_optimal=counter[1], schedules_reused=counter[2]))
             continue
         carry = None
         outcomes, exact, mems, probed = [], True, [], 0
@@ -242,14 +246,22 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
             # (probed == 0: decided by lower-bound layer times alone, so by the chip's lower bounds)
             dominated_by, bound_only = task.incumbent_score, probed == 0
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
-                                      bound_only))
+                                      bound_only, counter[2]))
             continue
         score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
                                for o, mt in zip(outcomes, task.models)]))
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
-        results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1]))
+        results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1],
+                                  schedules_reused=counter[2]))
         if status == "exact":
             carry = (results[-1], mems)
         if status == "exact" and score < task.incumbent_score * (1 - TIE_RTOL):
             dominated_by = score
     return results
+
+
+def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
+    """``evaluate_chip`` of several chips in one call, in order: one round trip to a worker for a batch of
+    chips (most chips deep in the bound order are ruled out in milliseconds, so a round trip per chip would
+    cost more than the work on a loaded machine)."""
+    return [evaluate_chip(t) for t in tasks]

@@ -130,3 +130,24 @@ def make_executor(backend: str, workers: int, address: str | None = None) -> cf.
     if workers == 1:
         return InlineExecutor()
     return LocalPool(workers)
+
+
+def cpu_time_s(executor: cf.Executor | None = None) -> float:
+    """CPU seconds (user + system) used so far by this process, its finished children and the live workers
+    of a local pool (read from /proc on Linux). For benchmarks: the machine may be shared, so wall time
+    alone does not say what a run cost."""
+    import resource
+
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        r = resource.getrusage(who)
+        total += r.ru_utime + r.ru_stime
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for pid in (executor.worker_pids() if isinstance(executor, LocalPool) else ()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15 of proc(5))
+        except (OSError, IndexError, ValueError):
+            pass
+    return total

@@ -9,7 +9,7 @@ finished model is never recomputed.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from phaze.errors import InfeasibleError, StoreError
@@ -65,6 +65,12 @@ class ReproduceResult:
     resumed: tuple[str, ...]  # models whose rows came from the store
     seed: int = 0  # of the Spotlight-style search
     samples: int = SAMPLES
+    # model -> CPU seconds of the run that finished it (this process and its pool workers; None: not measured,
+    # e.g. rows from a store written before this was kept)
+    model_cpu_s: dict = field(default_factory=dict)
+    # model -> the co-search's counts (exact, bounded, pruned, chips evaluated this run, layer schedules
+    # solved / not proven optimal / reused from the workers' caches)
+    model_counts: dict = field(default_factory=dict)
 
 
 def chip_text(acc: Accelerator) -> str:
@@ -148,7 +154,7 @@ def _power(model, accelerator: Accelerator, evaluation, cluster) -> dict:
 
 
 def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
-                    quiet: bool, executor, prog: Progress) -> list[ReproduceRow]:
+                    quiet: bool, executor, prog: Progress) -> tuple[list[ReproduceRow], dict]:
     cluster = get_cluster(spec.cluster, spec.devices)
     res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
                      executor=executor)
@@ -191,7 +197,7 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                                  sp.area_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
                                  sp.schedules_not_optimal, d["bound_by"], area_split(sp.accelerator)))
-    return rows
+    return rows, dict(res.counts)
 
 
 def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
@@ -218,7 +224,7 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
                   ) -> ReproduceResult:
     """Every model of ``models`` (ModelConfigs) in the paper's setting (``spec_overrides`` change it, e.g.
     a smaller space in tests); rows committed per model as each finishes."""
-    from phaze.search.executor import abort, make_executor
+    from phaze.search.executor import abort, cpu_time_s, make_executor
 
     check_store(store_path, resume)
     t0 = time.perf_counter()
@@ -228,7 +234,7 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
     setting = {k: v for k, v in specs[0].fingerprint().items() if k != "models"}
     fp = {"setting": setting, "seed": seed, "samples": samples}
     prog = Progress(quiet, prefix="phaze reproduce")
-    rows, walls, resumed = [], {}, []
+    rows, walls, resumed, cpus, counts = [], {}, [], {}, {}
     executor = None
     try:
         for k, (m, spec) in enumerate(zip(models, specs)):
@@ -240,18 +246,22 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
             if done is not None:
                 rows += [ReproduceRow(**r) for r in done["rows"]]
                 walls[m.name] = done["wall_s"]
+                cpus[m.name], counts[m.name] = done.get("cpu_s"), done.get("counts", {})
                 resumed.append(m.name)
                 prog.note(f"{m.name}: finished before, taken from the store ({k + 1}/{len(models)})")
                 continue
             prog.note(f"{m.name}: co-search in the paper's setting ({k + 1}/{len(models)})")
-            t_m = time.perf_counter()
             if executor is None:
                 executor = make_executor("local", workers)
-            mine = _rows_for_model(m, spec, store_path, workers, seed, samples, quiet, executor, prog)
+            t_m, c_m = time.perf_counter(), cpu_time_s(executor)
+            mine, counts[m.name] = _rows_for_model(m, spec, store_path, workers, seed, samples, quiet, executor,
+                                                   prog)
             walls[m.name] = time.perf_counter() - t_m
+            cpus[m.name] = cpu_time_s(executor) - c_m
             meta = Store.open(store_path, fp, resume=True, namespace="reproduce")
             try:
-                meta.put_meta(f"rows/{m.name}", {"rows": [asdict(r) for r in mine], "wall_s": walls[m.name]})
+                meta.put_meta(f"rows/{m.name}", {"rows": [asdict(r) for r in mine], "wall_s": walls[m.name],
+                                                 "cpu_s": cpus[m.name], "counts": counts[m.name]})
             finally:
                 meta.close()
             rows += mine
@@ -265,7 +275,7 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
             executor.shutdown(wait=True, cancel_futures=True)
         prog.close()
     return ReproduceResult(store_path, setting, tuple(rows), walls, time.perf_counter() - t0, tuple(resumed), seed,
-                           samples)
+                           samples, cpus, counts)
 
 
 @dataclass(frozen=True)

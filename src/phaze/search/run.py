@@ -14,7 +14,7 @@ from phaze.hardware.space import enumerate_space
 from phaze.progress import Progress
 from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
-from phaze.search.exact import ChipResult, evaluate_chip
+from phaze.search.exact import ChipResult, evaluate_chips
 from phaze.search.objective import apply_tdp, chip_weights
 from phaze.search.executor import abort, make_executor
 from phaze.search.spec import SearchSpec
@@ -85,22 +85,34 @@ def pareto_front(rows: list[dict]) -> list[dict]:
     return out
 
 
+# Chips per worker call: a batch doubles (up to this) while every chip of the last batch back was ruled out
+# (deep in the bound order chips take milliseconds each, less than a round trip to a loaded pool), and is one
+# chip again as soon as a chip comes back exact (near the incumbent, where the exact plans are worth waiting
+# for). 32 chips take ~0.2 s in one worker (OPT-350M's bounded chips, benchmarks/bench_reproduce.py).
+MAX_BATCH = 32
+
+
 def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers: int) -> None:
-    """Evaluate chips in the order ``bb`` gives until none can matter; each result is committed as it lands."""
-    pending: dict[cf.Future, int] = {}
+    """Evaluate chips in the order ``bb`` gives until none can matter; each batch's results are committed as
+    it lands (one transaction per batch)."""
+    pending: dict[cf.Future, list[int]] = {}
+    batch = 1
     try:
         while True:
             while len(pending) < max(2, 2 * workers):
-                task = bb.next_task(store)
-                if task is None:
+                tasks = bb.next_tasks(store, batch)
+                if not tasks:
                     break
-                pending[executor.submit(evaluate_chip, task)] = task.index
+                pending[executor.submit(evaluate_chips, tuple(tasks))] = [t.index for t in tasks]
             if not pending:
                 return
             finished, _ = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
-            for f in sorted(finished, key=lambda f: pending[f]):
-                c = pending.pop(f)
-                bb.absorb(c, f.result(), store)
+            for f in sorted(finished, key=lambda f: pending[f][0]):
+                chips = pending.pop(f)
+                results = f.result()
+                bb.absorb_many(list(zip(chips, results)), store)
+                ruled_out = all(r.status == "bounded" for rs in results for r in rs)
+                batch = min(MAX_BATCH, 2 * batch) if ruled_out else 1
             prog.update(bb.resolved(), f"exact {bb.n_exact}, best {bb.incumbent:.4g}")
     except BaseException:
         for f in pending:
@@ -151,12 +163,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     finished = False
     try:
         refs = store.get_meta("references")
-        if refs is None:
-            prog.note("evaluating the TPUv4-like reference chip")
-            refs = references(spec, cluster)
-            store.put_meta("references", refs)
+        refs_job = None
+        if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
+            prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
+            refs_job = executor.submit(references, spec, cluster)
         total = len(cands) * len(spec.hbm_gib)
-        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         per_model = []
         bounds = []
         for m in spec.models:
@@ -165,6 +176,10 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
             bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
         prog.done()
+        if refs_job is not None:
+            refs = refs_job.result()
+            store.put_meta("references", refs)
+        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
                             weights)
         prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "

@@ -1,5 +1,6 @@
-"""SQLite store of a co-search: the run's parameters and every finished candidate, committed one chip at a
-time, so a run killed at any point (Ctrl-C or SIGKILL) resumes without recomputing or losing anything."""
+"""SQLite store of a co-search: the run's parameters and every finished candidate, committed as each chip
+(or batch of chips) comes back, so a run killed at any point (Ctrl-C or SIGKILL) resumes without recomputing
+or losing anything it had received."""
 from __future__ import annotations
 
 import json
@@ -277,7 +278,7 @@ class Store:
                              (self.meta_prefix + key, json.dumps(value, sort_keys=True)))
 
     def add(self, results: list[ChipResult], chip_fields: dict[int, dict]) -> None:
-        """Store one chip's results in one transaction (all or nothing)."""
+        """Store the results of one chip, or of a batch of chips, in one transaction (all or nothing)."""
         with self.con:
             Lease.heartbeat(self.con)
             for r in results:
