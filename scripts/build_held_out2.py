@@ -1,6 +1,6 @@
 """Builds src/phaze/validation/data/held_out2_runs.json: the second held-out set of published runs (issue 11).
 
-Collected 2026-12-01 22:25-22:45 UTC, BEFORE any change to the time model made with it in view (the model
+Collected 2026-12-01, committed at 22:25 UTC (c34a89c, data only), BEFORE any change to the time model made with it in view (the model
 was not evaluated on these runs while the mechanisms were developed). Each run's measured step time is
 stated by its source or converted from its published throughput as written in the run's 'conversion'.
 Run: python scripts/build_held_out2.py (writes the JSON; it reads nothing outside this script).
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parents[1] / "src/phaze/validation/data/held_out2_runs.json"
-COLLECTED = "2026-12-01 (22:25-22:45 UTC), before the time-model changes of issue 11's second pass"
+COLLECTED = "2026-12-01 and committed at 22:25 UTC (c34a89c, data only), before the time-model changes of issue 11's second pass"
 
 NEMO_SRC = ("github NVIDIA/NeMo docs/source/performance/performance_summary.md (commit "
             "070a0bb168d405d653b9734c0017cf5078e77c0d), 'Pretraining' table: NeMo 24.07 container, DGX-H100, "
