@@ -36,11 +36,11 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
                   recompute_modes, sequence_parallel, features=None, **kw) -> BaselineResult:
     """Evaluate (p, t, d) shapes with balanced stages over mbs x recompute; the fastest that fits, else
     the one closest to fitting."""
-    best_fit, best_miss, reasons = None, None, []
+    best_fit, best_miss, indivisible = None, None, {}
     for p, t, d in shapes:
         for mbs in microbatch_sizes:
             if global_batch % (mbs * d):
-                reasons.append(f"global batch {global_batch} not divisible by mbs {mbs} x d {d}")
+                indivisible.setdefault(d, []).append(mbs)
                 continue
             m = global_batch // (mbs * d)
             for rc in recompute_modes:
@@ -63,7 +63,9 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
         return BaselineResult(name, best_miss.plan, best_miss,
                               f"does not fit: stage {best_miss.oom_stage} exceeds memory by "
                               f"{best_miss.memory_excess_bytes / 2**30:.2f} GiB")
-    return BaselineResult(name, None, None, "; ".join(dict.fromkeys(reasons)) or "no plan could be built")
+    reasons = [f"global batch {global_batch} not divisible by mbs x d {d} for mbs {', '.join(map(str, mbs))}"
+               for d, mbs in indivisible.items()]
+    return BaselineResult(name, None, None, "; ".join(reasons) or "no plan could be built")
 
 
 def _unused_note(ev, global_batch: int) -> str:
