@@ -1,7 +1,7 @@
 """Branch and bound over the chips of a co-search: which chip to evaluate next, the incumbent, what is done.
 
 Chips are visited in order of their vectorized score upper bound (or, for an exact Pareto front, smallest
-area first) and skipped once their bound cannot matter; finished results come back through ``absorb``.
+area first) and skipped once their bound cannot matter; finished results come back through ``absorb_many``.
 """
 from __future__ import annotations
 
@@ -95,11 +95,6 @@ class BranchAndBound:
                 store.add(shared, {r.index: chip_fields(self.cands, r.index) for r in shared})
         return tasks
 
-    def next_task(self, store: Store) -> ChipTask | None:
-        """The next chip worth an exact evaluation (None when every remaining chip is pruned)."""
-        tasks = self.next_tasks(store, 1)
-        return tasks[0] if tasks else None
-
     def _next_task(self, shared: list[ChipResult]) -> ChipTask | None:
         while self.pos < len(self.order):
             c = int(self.order[self.pos])
@@ -127,10 +122,6 @@ class BranchAndBound:
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s)
         return None
-
-    def absorb(self, c: int, results: list[ChipResult], store: Store) -> None:
-        """Commit one chip's results and update the incumbent."""
-        self.absorb_many([(c, results)], store)
 
     def absorb_many(self, finished: list[tuple[int, list[ChipResult]]], store: Store) -> None:
         """Commit several chips' results in one transaction and update the incumbent."""
