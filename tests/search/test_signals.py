@@ -88,7 +88,7 @@ def test_local_pool_knows_its_workers_and_abort_ends_them_by_pid():
     running."""
     import multiprocessing as mp
 
-    from phaze.search.executor import LocalPool, abort
+    from phaze.search.executor import ABORT_WAIT_S, LocalPool, abort
 
     pool = LocalPool(2)
     ran_in = {f.result(timeout=120) for f in [pool.submit(os.getpid) for _ in range(6)]}
@@ -98,14 +98,11 @@ def test_local_pool_knows_its_workers_and_abort_ends_them_by_pid():
     busy = pool.submit(time.sleep, 60)
     t0 = time.time()
     abort(pool)
-    assert time.time() - t0 < 10 and busy.done()
-    assert _wait_gone(sorted(pids), 5) == []
-    # The pool's manager thread may reap a worker at the same moment as our poll, which then reads it as
-    # running once (multiprocessing's poll returns None on ECHILD); the next poll sees its exit code.
-    deadline = time.time() + 5
-    while pool.worker_pids() and time.time() < deadline:
-        time.sleep(0.1)
+    assert time.time() - t0 < ABORT_WAIT_S and busy.done()
+    # abort returns once the workers have exited (their sentinels closed): the pool knows at once (the two
+    # tests below pin the races this once lost); /proc may show one in its last microseconds of exit
     assert pool.worker_pids() == set()
+    assert _wait_gone(sorted(pids), 5) == []
 
 
 def test_worker_pids_is_right_when_another_thread_reaped_the_worker(monkeypatch):
@@ -164,5 +161,5 @@ def test_abort_returns_with_every_task_settled_although_the_pool_thread_is_late(
         release.set()
         timer.join()
     assert settled
-    assert 0.9 < waited_s < ABORT_WAIT_S + 5
+    assert 0.9 < waited_s < ABORT_WAIT_S - 1  # it returned once the task was settled, not at its time-out
     assert pool.worker_pids() == set()

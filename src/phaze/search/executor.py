@@ -141,8 +141,14 @@ class LocalPool(cf.ProcessPoolExecutor):
                 pass
         # The futures are settled by the pool's manager thread once it sees the workers gone (or, for a task
         # still queued, the shutdown); it runs concurrently, so without this wait a caller could find a task
-        # of a dead pool still "running".
-        cf.wait(unsettled, timeout=ABORT_WAIT_S)
+        # of a dead pool still "running". Not ``cf.wait``: it misses a future cancelled by ``cancel()``
+        # (the pool cancels queued tasks that way) and would sit out its whole timeout.
+        deadline = time.monotonic() + ABORT_WAIT_S
+        for fut in unsettled:
+            try:
+                fut.exception(timeout=max(0.0, deadline - time.monotonic()))
+            except (cf.CancelledError, cf.TimeoutError):
+                pass
 
 
 def abort(executor: cf.Executor) -> None:
