@@ -140,15 +140,15 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         names = [graph.ops[c].name for c in cs]
         comm = sum(lat[c] for c in cs)
         # the GEMM loses the SMs the communication kernels hold and runs slower beside the transfer
-        slow = interfered_s(lat[g] * comm_sm_slowdown(names, sms), comm) / lat[g] if lat[g] > 0 else 1.0
+        gemm_s = interfered_s(lat[g] * comm_sm_slowdown(names, sms), comm)
         method = overlap_method(names[0])
         if method == "pipeline":  # split along the output features, the last chunk's reduce-scatter exposed
             n = UB_PIPELINE_SPLITS
-            total += split_rs_overlap_s(lat[g] / n * slow, comm, n)
+            total += split_rs_overlap_s(gemm_s / n, comm, n)
         elif method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
-            total += pipelined_overlap_s(lat[g] * slow, comm, tp)
+            total += pipelined_overlap_s(gemm_s, comm, tp)
         else:  # bulk: the collective runs beside the whole GEMM
-            total += max(lat[g] * slow, comm)
+            total += max(gemm_s, comm)
     return float(total) + extra
 
 
