@@ -50,7 +50,7 @@ def _te_norms_on_h100():
     """H100's norm kernels at the GA100 fractions of apex's "NEW" (contrib) LayerNorm kernels, apex PR #1037:
     1258.0 and 1163.4 of 1555 GB/s forward / backward (Transformer Engine's norms on H100 are not measured)."""
     import phaze.cost.gpu_framework as fw
-    fw.NORM_KERNEL_FRACTIONS["h100"] = {k: v for kind in ("layernorm", "rmsnorm") for k, v in
+    fw.KERNEL_BANDWIDTH_FRACTIONS["h100"] = {k: v for kind in ("layernorm", "rmsnorm") for k, v in
                                         ((kind, 1258.0 / 1555), (kind + "_bwd", 1163.4 / 1555))}
 
 
