@@ -18,16 +18,14 @@ tile/wave model at its own shape was tried and rejected: without Hopper's stream
 small chunks whole waves and put the GPT-3 175B runs 11% too slow; a chunk is gemm / chunks.) Collectives with no GEMM neighbour (the embedding's reduce-scatter, the
 loss's small all-reduces) are not overlapped.
 
-Overlap is not free even where no SM is given up (``interfered_s``): while an NVLink collective moves data
-beside a GEMM, the two share the L2, the HBM and the power budget, and the GEMM runs slower for as long as
-the transfer lasts.
-
 The overlap is not free: the reduce-scatters and the bulk all-gathers run as kernels on some of the SMs
 while the GEMM runs on the rest (ring-exchange all-gathers use the copy engines). The GEMM then runs at
 (SMs - comm SMs) / SMs of its speed: ``UB_COMM_SMS`` per collective, from the userbuffers configuration
 NeMo ships for H100 (``ub_tp_comm_overlap_cfg`` in github NVIDIA/dgxc-benchmarking
 nemo_megatron/gpt3_175b_hydra.yaml: proj_fprop pipeline 24 SMs, fc2_fprop pipeline 20, qkv_wgrad bulk 8,
-fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, the ring exchanges 0).
+fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, the ring exchanges 0). And even where no SM is given up,
+the transfer is not free (``interfered_s``): while an NVLink collective moves data beside a GEMM, the two share
+the L2, the HBM and the power budget, and the GEMM runs slower for as long as the transfer lasts.
 """
 from __future__ import annotations
 
