@@ -506,7 +506,7 @@ def main() -> int:
             # for ZigZag the fastest static split of a banked GLB (configuration 4, glb_ports)
             if ok:
                 best = min(ok, key=lambda k: ok[k]["cycles"])
-                row[tool] = dict(ok[best])
+                row[tool] = dict(ok[best], **({"split": best[0]} if tool == "zigzag" else {}))
             else:
                 row[tool] = {"error": next(iter(runs.values()))["error"]}
             row[tool]["orientations"] = {s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s),
@@ -516,7 +516,7 @@ def main() -> int:
                 # the reference of configuration 3 (the row rule alone), kept for the old-rule figures
                 rr = [runs["row", s] for s in streams]
                 rok = [r for r in rr if "error" not in r]
-                row["zigzag_v3"] = (dict(min(rok, key=lambda r: r["cycles"]), orientations={
+                row["zigzag_v3"] = (dict(min(rok, key=lambda r: r["cycles"]), split="row", orientations={
                     s: r.get("cycles") for s, r in zip(streams, rr)}) if rok else {"error": rr[0]["error"]})
         rows.append(row)
     doc = {
