@@ -72,7 +72,7 @@ def test_errors_are_signed_relative_to_each_tool():
     assert r.cases[1].scalesim_cycles is None and r.cases[1].scalesim_error_pct is None
     assert (r.zigzag_mean_abs_pct, r.zigzag_max_abs_pct) == pytest.approx((22.5, 25.0))
     assert (r.scalesim_cases, r.scalesim_mean_abs_pct) == (1, pytest.approx(100.0))
-    assert not r.goal_met
+    assert not r.goal_met and r.zigzag_within_goal == 0 and r.zigzag_v3 is None  # no configuration-3 figures
     c1["zigzag"]["cycles"], c2["zigzag"]["cycles"] = p1 * 1.01, p2 * 0.99
     assert validate_chip({"cases": [c1, c2]}).goal_met
     with pytest.raises(PhazeError, match="case 'x': missing field"):
@@ -115,6 +115,13 @@ def test_report_covers_every_case(report):
     z = np.array([abs(c.zigzag_error_pct) for c in report.cases])
     assert report.zigzag_mean_abs_pct == pytest.approx(z.mean())
     assert report.zigzag_max_abs_pct == pytest.approx(z.max())
+    assert report.zigzag_within_goal == int((z <= GOAL_MAX_PCT).sum())
+    # configuration 3's reference (the row rule alone), reported beside: never below the current one
+    z3 = np.array([abs(c.zigzag_v3_error_pct) for c in report.cases])
+    assert report.zigzag_v3["mean_abs_pct"] == pytest.approx(z3.mean())
+    assert report.zigzag_v3["max_abs_pct"] == pytest.approx(z3.max())
+    assert report.zigzag_v3["within_goal"] == int((z3 <= GOAL_MAX_PCT).sum())
+    assert all(c.zigzag_cycles <= c.zigzag_v3_cycles for c in report.cases)
     json.dumps(report.to_dict())
 
 
