@@ -25,6 +25,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -118,35 +119,61 @@ def cases() -> list[dict]:
 
 # The ZigZag configuration's version, part of the cache key: 1 = DRAM level above the GLB, no systolic
 # drain (the first stored run); 2 = operands resident in the GLB (no DRAM level), systolic drain on, one
-# GLB port; 3 = as 2, with a banked GLB's banks split between the input stream and the rest (below).
-# Cases whose GLB is one bank are the same in 2 and 3 and keep the key of 2.
-ZIGZAG_CONFIG = 3
+# GLB port; 3 = as 2, with a banked GLB's banks split between the input stream and the rest by the row
+# rule (below; cases whose GLB is one bank are the same in 2 and 3 and keep the key of 2); 4 = a banked
+# GLB is run under every split of SPLITS and the fastest counts (the row rule's runs keep their key of 2
+# or 3: the same ZigZag input; the others are keyed 4 with their split).
+ZIGZAG_CONFIG = 4
+
+# The static splits of a banked GLB ZigZag runs (configuration 4): "row" = the row rule of configuration 3
+# (the input port gets the banks one input row needs), "i/d" = the input port gets i/d of the banks
+# (rounded, at least one bank, at least one left for W/O). One fixed set for every banked case, not chosen
+# per case: the row rule and a quarter, half and three quarters of the banks for the input stream.
+SPLITS = ("row", "1/4", "1/2", "3/4")
 
 # The GLB organisation phaze builds for each panel bandwidth (32 MiB; banks x bank width, the fastest
 # CACTI organisation: phaze.validation.chip.glb_organisation, which a test keeps equal to this table).
 GLB_ORGANISATION = {8: (1, 8), 64: (1, 64), 512: (16, 32), 4096: (64, 64)}
 
 
-def _zigzag_config(case: dict) -> int:
-    return 2 if glb_ports(case)[0] == 0 else ZIGZAG_CONFIG
+def case_splits(case: dict) -> tuple[str, ...]:
+    """The splits ZigZag runs for a case: all of SPLITS when its GLB has several banks, else the one port."""
+    return SPLITS if GLB_ORGANISATION[case["glb_bytes_per_cycle"]][0] > 1 else ("row",)
 
 
-def glb_ports(case: dict) -> tuple[int, int]:
+def _zigzag_config(case: dict, split: str = "row") -> int:
+    if split != "row":
+        return ZIGZAG_CONFIG
+    return 2 if glb_ports(case)[0] == 0 else 3
+
+
+def glb_ports(case: dict, split: str = "row") -> tuple[int, int]:
     """(bytes per cycle of the input stream's banks, of the other banks) of a banked GLB in ZigZag.
 
     phaze's GLB is ``banks`` banks of ``width`` bytes behind a crossbar: each cycle every bank serves one
     access of any stream. ZigZag's memory ports serve fixed operands and take whole port cycles per
     transfer, so one port of the total width would spend a full cycle of all banks on each input row
-    (128 B of a 512 B port for a K = 64 slice). The closest ZigZag can express: the input stream (one row
-    of min(K, R) elements per cycle, straight into the array) gets the banks that row needs; weights and
-    outputs share the other banks. A static split, so never better than phaze's shared banks. One bank, or
-    an input row that needs every bank (nothing left to split off): one shared port (0, total)."""
+    (128 B of a 512 B port for a K = 64 slice). The closest ZigZag can express is a static split: the
+    input stream (one row of min(K, R) elements per cycle, straight into the array) gets some banks,
+    weights and outputs share the others. Shared banks can serve any static split's schedule (each cycle
+    the same banks serve the same streams), so every split is at least as slow as phaze's GLB, and the
+    fastest of several is the closest bound.
+
+    ``split`` "row": the banks one input row needs; one bank, or an input row that needs every bank
+    (nothing left to split off): one shared port (0, total). "i/8": i eighths of the banks (rounded, at
+    least one each side); a one-bank GLB has no split (one shared port)."""
     banks, width = GLB_ORGANISATION[case["glb_bytes_per_cycle"]]
-    row = min(case["k"], case["rows"]) * case["bytes_per_element"]
-    row_banks = -(-row // width)
-    if banks == 1 or row_banks >= banks:
-        return 0, banks * width
-    return row_banks * width, (banks - row_banks) * width
+    if split == "row":
+        row = min(case["k"], case["rows"]) * case["bytes_per_element"]
+        in_banks = -(-row // width)
+        if banks == 1 or in_banks >= banks:
+            return 0, banks * width
+    else:
+        i, d = (int(x) for x in split.split("/"))
+        if banks == 1:
+            return 0, width
+        in_banks = min(banks - 1, max(1, round(banks * i / d)))
+    return in_banks * width, (banks - in_banks) * width
 
 
 def _slice_bytes(case: dict) -> int:
@@ -155,9 +182,9 @@ def _slice_bytes(case: dict) -> int:
     return case["batch"] * case["bytes_per_element"] * (m * k + k * n + m * n)
 
 
-def zigzag_case(case: dict, stream: str) -> dict:
+def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
     """One case through ZigZag; ``stream`` = 'm' (A's rows stream, B stationary) or 'n' (the transposed
-    product C^T = B^T A^T)."""
+    product C^T = B^T A^T); ``split`` of a banked GLB's banks (glb_ports)."""
     import logging
 
     import yaml
@@ -171,7 +198,7 @@ def zigzag_case(case: dict, stream: str) -> dict:
                 "allocation": alloc}
 
     every_top = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array (nothing above)
-    b_in, b_rest = glb_ports(case)
+    b_in, b_rest = glb_ports(case, split)
     memories = {
         # per-PE weight register, double-buffered (the next weight shifts in while the current one is used)
         "pe_weight": {"size": 2 * bits, "r_cost": 0.0, "w_cost": 0.0, "area": 0, "latency": 1,
@@ -232,8 +259,8 @@ def zigzag_case(case: dict, stream: str) -> dict:
             paths[2], paths[0], paths[1], opt="latency", dump_folder=os.path.join(d, "out"),
             loma_show_progress_bar=False)
         cme = cmes[0][0]
-        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case),
-                "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
+        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case, split),
+                "split": split, "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
                 "systolic_drain_cycles": float(cme.systolic_drain_cycle),
                 "spatial_ideal_cycles": float(cme.ideal_temporal_cycle),
                 "compute_with_stalls_cycles": float(cme.latency_total0),
@@ -328,9 +355,10 @@ def _tool_version(python: str, dist: str) -> str:
     return r.stdout.strip() or "unknown"
 
 
-def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float) -> dict:
+def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float, split: str = "row") -> dict:
     try:
-        r = subprocess.run(["nice", python, __file__, "--worker", tool, "--stream", stream, json.dumps(case)],
+        r = subprocess.run(["nice", python, __file__, "--worker", tool, "--stream", stream, "--split", split,
+                            json.dumps(case)],
                            capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": f"not finished within {timeout_s:g} s (--timeout)"}
@@ -340,10 +368,55 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float)
     return json.loads(last)
 
 
-def _key(tool: str, stream: str, case: dict) -> str:
-    """Cache key of one tool run (the ZigZag key names its configuration's version)."""
-    name = f"zigzag{_zigzag_config(case)}" if tool == "zigzag" else tool
+def _key(tool: str, stream: str, case: dict, split: str = "row") -> str:
+    """Cache key of one tool run. A ZigZag key names its configuration's version and, for the splits of
+    configuration 4, the GLB ports (splits that give the same ports share one run)."""
+    if tool != "zigzag":
+        return f"{tool}|{stream}|{json.dumps(case, sort_keys=True)}"
+    name = f"zigzag{_zigzag_config(case, split)}"
+    if split != "row":
+        name += "/ports=" + "+".join(map(str, glb_ports(case, split)))
     return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
+
+
+def _distinct_splits(case: dict) -> list[str]:
+    """The case's splits, keeping the first of those that give the same ports (one ZigZag run each)."""
+    seen, out = set(), []
+    for sp in case_splits(case):
+        ports = glb_ports(case, sp)
+        if ports not in seen:
+            seen.add(ports)
+            out.append(sp)
+    return out
+
+
+def _seed(cache: dict, panel_file: str, panel: list[dict]) -> int:
+    """Fill the cache from a stored panel file (the runs its "config" records: ZigZag's row-rule runs of
+    configuration 2 or 3, both orientations; SCALE-Sim's runs), for the cases that are still in the panel
+    with the same fields. The tools are deterministic: the same input gives the same cycles."""
+    stored = {c["name"]: c for c in json.loads(Path(panel_file).read_text())["cases"]}
+    n = 0
+    for c in panel:
+        old = stored.get(c["name"])
+        if old is None or any(old.get(f) != v for f, v in c.items()):
+            continue
+        zz = old.get("zigzag_v3") or old.get("zigzag") or {}
+        if zz.get("config") == _zigzag_config(c) and "orientations" in zz:
+            for st, cyc in zz["orientations"].items():
+                key = _key("zigzag", st, c)
+                if key in cache or cyc is None:
+                    continue
+                full = {f: v for f, v in zz.items() if f not in ("orientations", "splits")}
+                cache[key] = full if zz.get("stream") == st else {
+                    "cycles": cyc, "config": zz["config"], "split": "row", "stream": st,
+                    "glb_ports_bytes_per_cycle": zz.get("glb_ports_bytes_per_cycle"),
+                    "seeded": "the other orientation of a stored run (cycles only)"}
+                n += 1
+        ss = old.get("scalesim")
+        if ss and _key("scalesim", "m", c) not in cache:
+            cache[_key("scalesim", "m", c)] = {f: v for f, v in ss.items() if f != "orientations"}
+            n += 1
+    return n
 
 
 def _work(c: dict) -> float:
@@ -359,6 +432,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=["zigzag", "scalesim"], help=argparse.SUPPRESS)
     ap.add_argument("--stream", default="m", help=argparse.SUPPRESS)
+    ap.add_argument("--split", default="row", help=argparse.SUPPRESS)
     ap.add_argument("case", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--zigzag-python", default="../scratch-zz/bin/python")
     ap.add_argument("--scalesim-python", default="../scratch-ss/bin/python")
@@ -366,6 +440,8 @@ def main() -> int:
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "phaze_chip_panel_cache.json"))
     ap.add_argument("--merge-cache", action="append", default=[],
                     help="also read finished runs from this cache file (e.g. of a parallel run of one tool)")
+    ap.add_argument("--seed-from", metavar="PANEL_JSON", help="take the runs a stored panel file records "
+                    "(ZigZag's row-rule runs of its configuration, SCALE-Sim's) into the cache before running")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
     ap.add_argument("--tools", default="zigzag,scalesim", help="comma-separated tools to run (default both)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run (SCALE-Sim is "
@@ -375,8 +451,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.worker:
         case = json.loads(args.case)
-        fn = zigzag_case if args.worker == "zigzag" else scalesim_case
-        print(json.dumps(fn(case, args.stream)))
+        print(json.dumps(zigzag_case(case, args.stream, args.split) if args.worker == "zigzag"
+                         else scalesim_case(case, args.stream)))
         return 0
     panel = cases()
     if args.list:
@@ -390,23 +466,28 @@ def main() -> int:
         for k, v in json.loads(Path(extra).read_text()).items():
             if k not in cache or ("error" in cache[k] and "error" not in v):
                 cache[k] = v
+    if args.seed_from:
+        print(f"seeded {_seed(cache, args.seed_from, panel)} runs from {args.seed_from}", flush=True)
     jobs = []
     tools = [t for t in ("zigzag", "scalesim") if t in args.tools.split(",")]
     for tool in tools:  # ZigZag first (seconds per run), then SCALE-Sim from the cheapest case up
         py = args.zigzag_python if tool == "zigzag" else args.scalesim_python
         for c in sorted(panel, key=_work) if tool == "scalesim" else panel:
-            for stream in (("m", "n") if tool == "zigzag" else ("m",)):
-                key = _key(tool, stream, c)
-                if key not in cache or (args.retry_errors and "error" in cache[key]):
-                    jobs.append((key, py, tool, c, stream))
+            for split in (_distinct_splits(c) if tool == "zigzag" else ["row"]):
+                for stream in (("m", "n") if tool == "zigzag" else ("m",)):
+                    key = _key(tool, stream, c, split)
+                    if key not in cache or (args.retry_errors and "error" in cache[key]):
+                        jobs.append((key, py, tool, c, stream, split))
     print(f"{len(panel)} cases, {len(jobs)} tool runs to do", flush=True)
+    lock = threading.Lock()
 
     def one(job):
-        key, py, tool, c, stream = job
-        res = _run_tool(py, tool, c, stream, args.timeout)
-        cache[key] = res
-        cache_path.write_text(json.dumps(cache))
-        print(f"{tool:8s} {stream} {c['name']}: {res}", flush=True)
+        key, py, tool, c, stream, split = job
+        res = _run_tool(py, tool, c, stream, args.timeout, split)
+        with lock:
+            cache[key] = res
+            cache_path.write_text(json.dumps(cache))
+        print(f"{tool:8s} {stream} {split} {c['name']}: {res}", flush=True)
 
     with ThreadPoolExecutor(args.jobs) as ex:
         list(ex.map(one, jobs))
@@ -416,13 +497,27 @@ def main() -> int:
         row = dict(c)
         for tool in ("zigzag", "scalesim"):
             streams = "mn" if tool == "zigzag" else "m"
-            runs = [cache.get(_key(tool, s, c), {"error": "not run"}) for s in streams]
-            ok = [r for r in runs if "error" not in r]
+            splits = _distinct_splits(c) if tool == "zigzag" else ["row"]
+            runs = {(sp, s): cache.get(_key(tool, s, c, sp), {"error": "not run"}) for sp in splits for s in streams}
+            ok = {k: r for k, r in runs.items() if "error" not in r}
             failed += len(ok) < len(runs)
             # like phaze, the compiler may swap the operand roles: the faster orientation counts (ZigZag runs
-            # both; SCALE-Sim, a cycle-by-cycle simulator, only the M-streamed one to bound its run time)
-            row[tool] = min(ok, key=lambda r: r["cycles"]) if ok else {"error": runs[0]["error"]}
-            row[tool]["orientations"] = {s: r.get("cycles") for s, r in zip(streams, runs)}
+            # both; SCALE-Sim, a cycle-by-cycle simulator, only the M-streamed one to bound its run time); and
+            # for ZigZag the fastest static split of a banked GLB (configuration 4, glb_ports)
+            if ok:
+                best = min(ok, key=lambda k: ok[k]["cycles"])
+                row[tool] = dict(ok[best], **({"split": best[0]} if tool == "zigzag" else {}))
+            else:
+                row[tool] = {"error": next(iter(runs.values()))["error"]}
+            row[tool]["orientations"] = {s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s),
+                                                default=None) for s in streams}
+            if tool == "zigzag":
+                row[tool]["splits"] = {sp: {s: runs[sp, s].get("cycles") for s in streams} for sp in splits}
+                # the reference of configuration 3 (the row rule alone), kept for the old-rule figures
+                rr = [runs["row", s] for s in streams]
+                rok = [r for r in rr if "error" not in r]
+                row["zigzag_v3"] = (dict(min(rok, key=lambda r: r["cycles"]), split="row", orientations={
+                    s: r.get("cycles") for s, r in zip(streams, rr)}) if rok else {"error": rr[0]["error"]})
         rows.append(row)
     doc = {
         "description": "GEMM panel for `phaze validate --chip`: one tensor core with phaze's on-chip hierarchy "
