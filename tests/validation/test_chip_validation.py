@@ -209,15 +209,17 @@ def test_shared_banks_by_hand_on_the_miss_case():
     assert floor == pytest.approx(25700, abs=1) and phaze_cycles(c) > floor
 
     def static(x, whole_port_cycles):
-        """The same schedule with x of the 16 banks serving only the input stream, 16 - x weights and outputs."""
-        bi, bo = 32 * x * b / 512, 32 * (16 - x) * b / 512
+        """The same schedule with x of the 16 banks serving only the input stream, 16 - x weights and outputs
+        (at the full 512 B/cycle, as ZigZag's ports: more than phaze's share, so the comparison is generous)."""
+        bi, bo = 32 * x, 32 * (16 - x)
         inp = 2048 * -(-256 // (32 * x)) if whole_port_cycles else in_pass / bi
         p1, pm, plast = (max(2048, inp, v / bo) for v in (w_tile, w_tile + out_pass, out_pass))
         return w_tile / bo + p1 + 6 * pm + plast + out_pass / bo + (128 + 256 - 2)
 
     best = min(range(1, 16), key=lambda x: static(x, False))
-    assert best == 5 and phaze_cycles(c) < 0.9 * static(5, False)  # 29.9k: the best split loses > 10%
+    assert best == 5 and round(static(5, False)) == 29761
+    assert phaze_cycles(c) < 0.9 * static(5, False)  # the best static split is > 10% slower than shared banks
     # a transfer in whole port cycles (ZigZag's ports): a 256 B row takes 2 cycles of any port under 8 banks
     assert min(range(1, 16), key=lambda x: static(x, True)) == 4
-    # ZigZag's fastest split agrees with this count within 5% (34,986 vs ~36.2k)
+    # ZigZag's fastest split agrees with this count within 5% (34,986 vs 36,051)
     assert c["zigzag"]["cycles"] == pytest.approx(static(4, True), rel=0.05)
