@@ -50,8 +50,50 @@ def _te_norms_on_h100():
     """H100's norm kernels at the GA100 fractions of apex's "NEW" (contrib) LayerNorm kernels, apex PR #1037:
     1258.0 and 1163.4 of 1555 GB/s forward / backward (Transformer Engine's norms on H100 are not measured)."""
     import phaze.cost.gpu_framework as fw
-    fw.NORM_KERNEL_FRACTIONS["h100"] = {k: v for kind in ("layernorm", "rmsnorm") for k, v in
+    fw.KERNEL_BANDWIDTH_FRACTIONS["h100"] = {k: v for kind in ("layernorm", "rmsnorm") for k, v in
                                         ((kind, 1258.0 / 1555), (kind + "_bwd", 1163.4 / 1555))}
+
+
+def _tp_overlap_hides(fraction: float):
+    """The TP overlap hides only ``fraction`` of what the model hides now: each overlapped layer graph takes
+    the overlapped time plus (1 - fraction) x the difference to the blocking time."""
+    import phaze.placement.layer_costs as lc
+    orig = lc._sequential_time_s
+
+    def patched(graph, accelerator, tier, tp_overlap=False, *rest, **kw):
+        on = orig(graph, accelerator, tier, tp_overlap, *rest, **kw)
+        if not tp_overlap:
+            return on
+        return on + (1.0 - fraction) * (orig(graph, accelerator, tier, False, *rest, **kw) - on)
+    lc._sequential_time_s = patched
+
+
+def _expected_max_of_normals(n: int) -> float:
+    """E[max of n independent standard normals], by quadrature."""
+    import numpy as np
+    from math import erf, pi, sqrt
+    x = np.linspace(-9.0, 9.0, 36001)
+    pdf = np.exp(-x * x / 2) / sqrt(2 * pi)
+    cdf = 0.5 * (1 + np.vectorize(erf)(x / sqrt(2)))
+    return float(np.trapezoid(x * n * cdf ** (n - 1) * pdf, x))
+
+
+def _stragglers(sigma: float):
+    """Synchronous training waits for its slowest GPU: with per-GPU speeds spread normally at ``sigma`` (a
+    persistent, manufacturing / power-management spread), a step over N devices takes 1 + sigma E[max of N]
+    times the model's time. Sinha et al., "Not All GPUs Are Created Equal" (arXiv 2208.11035 v3): "8% (max 22%)
+    average performance variation" across same-SKU V100 / MI60 GPUs of a cluster; read as the range over
+    ~4,600 GPUs (2 x 4.1 sigma), sigma = 0.98%."""
+    from dataclasses import replace as _replace
+    v = importlib.import_module("phaze.validation.validate")
+    orig = v._time
+
+    def patched(c):
+        r = orig(c)
+        n = r.plan.tp * r.plan.pp * r.plan.dp * r.plan.cp
+        p = r.predicted_s * (1 + sigma * _expected_max_of_normals(n))
+        return _replace(r, predicted_s=p, error_pct=(p - r.measured_s) / r.measured_s * 100)
+    v._time = patched
 
 
 CANDIDATES = {
@@ -63,6 +105,8 @@ CANDIDATES = {
     "small-k-gemms-1.5x": lambda: _small_gemms(256, 1.5),
     "optimizer-2x": lambda: _optimizer_bytes(2.0),
     "te-norms-h100": _te_norms_on_h100,
+    "tp-overlap-hides-half": lambda: _tp_overlap_hides(0.5),
+    "stragglers-0.98pct": lambda: _stragglers(0.0098),
 }
 
 

@@ -141,3 +141,34 @@ def test_a100_layernorm_kernels_at_apex_measured_bandwidth():
     assert t(H100_80G, "fwd", "norm1") == pytest.approx(4 * n / h100 + 3e-6, rel=1e-9)
     # the residual add beside it is unchanged on A100 (7 B per element with dropout, at 0.90 of the peak)
     assert t(A100_80G, "fwd", "attn_residual") == pytest.approx(7 * n / (peak * 0.9) + 3e-6, rel=1e-9)
+
+
+def test_a100_attention_kernels_reproduce_the_flashattention_benchmark():
+    """Megatron's attention core on an A100 40 GB (1555 GB/s), fp16, batch 16, 8 heads of 64, sequence 2048,
+    no masking, as Dao et al. measured it (FlashAttention, arXiv 2205.14135, Appendix E.6, "Megatron" rows):
+    4.28 / 8.86 ms forward / backward without dropout (Tables 18, 19), 6.56 / 10.80 ms with dropout 0.1
+    (Tables 15, 16). Our score path (batched GEMMs, softmax, dropout: the ops of our own layer graph, timed by
+    the GPU model) must give those four times on that part, with the kernel fractions the module states."""
+    from dataclasses import replace
+
+    from phaze.hardware.presets import A100_80G
+    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.validation.cases import megatron_gpt
+    from phaze.workload.ops import LayerGraph
+
+    model = megatron_gpt("flashattention-bench", 1, 512, 8, 2048, 2048, 51200)  # h = 8 heads x 64
+    a100_40g = replace(A100_80G, hbm_bandwidth_Bps=1.555e12)
+    setting = setting_for(model, 16, 1, False, "none")
+
+    def core_ms(direction, names):
+        g = layer_graph(model, setting, "block", direction)
+        ops = tuple(o for o in g.ops if o.name in names)
+        assert len(ops) == len(names)
+        return _sequential_time_s(LayerGraph(g.layer, g.direction, ops, ()), a100_40g, None) * 1e3
+
+    fwd = {"attn_scores", "softmax", "attn_v"}
+    bwd = {"attn_v.dprobs", "attn_v.dv", "softmax.bwd", "attn_scores.dq", "attn_scores.dk"}
+    assert core_ms("fwd", fwd) == pytest.approx(4.28, abs=0.01)
+    assert core_ms("bwd", bwd) == pytest.approx(8.86, abs=0.01)
+    assert core_ms("fwd", fwd | {"attn_dropout"}) == pytest.approx(6.56, abs=0.01)
+    assert core_ms("bwd", bwd | {"attn_dropout.bwd"}) == pytest.approx(10.80, abs=0.01)

@@ -67,9 +67,10 @@ def test_split_reduce_scatter_exposes_the_last_chunk():
 def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
     """The overlapped forward of a GPT-3 block, rebuilt by hand from its ops: ring-exchange all-gathers
     behind their GEMMs (t chunks), the pipelined reduce-scatters (4 chunks, the GEMM on the SMs the
-    communication leaves) with their last chunk exposed, everything else in sequence."""
+    communication leaves) with their last chunk exposed, each GEMM slowed by the transfer beside it,
+    everything else in sequence."""
     from phaze.cost import op_latency_s
-    from phaze.cost.overlap import UB_COMM_SMS, split_rs_overlap_s
+    from phaze.cost.overlap import TRANSFER_INTERFERENCE, UB_COMM_SMS, split_rs_overlap_s
     from phaze.placement.layer_costs import _sequential_time_s
     s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
@@ -85,12 +86,17 @@ def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
     paired = {"qkv", "qkv.all_gather", "fc1", "fc1.all_gather", "out_proj", "attn.reduce_scatter", "fc2",
               "mlp.reduce_scatter"}
     rest = sum(t(o.name) for o in g.ops if o.name not in paired)
-    expect = (rest + pipelined_overlap_s(t("qkv"), t("qkv.all_gather"), 8)
-              + pipelined_overlap_s(t("fc1"), t("fc1.all_gather"), 8)
-              + split_rs_overlap_s(t("out_proj") / 4 * sms / (sms - UB_COMM_SMS["attn.reduce_scatter"]),
-                                   t("attn.reduce_scatter"), 4)
-              + split_rs_overlap_s(t("fc2") / 4 * sms / (sms - UB_COMM_SMS["mlp.reduce_scatter"]),
-                                   t("mlp.reduce_scatter"), 4))
+    k = TRANSFER_INTERFERENCE  # the GEMM loses k s per second of transfer beside it (at most its own time)
+
+    def beside(gemm_s, comm_s):
+        return gemm_s + k * min(gemm_s, comm_s)
+
+    def rs(gemm, comm):  # pipelined reduce-scatter: the GEMM on the SMs the communication leaves, 4 chunks
+        whole = beside(t(gemm) * sms / (sms - UB_COMM_SMS[comm]), t(comm))
+        return split_rs_overlap_s(whole / 4, t(comm), 4)
+    expect = (rest + pipelined_overlap_s(beside(t("qkv"), t("qkv.all_gather")), t("qkv.all_gather"), 8)
+              + pipelined_overlap_s(beside(t("fc1"), t("fc1.all_gather")), t("fc1.all_gather"), 8)
+              + rs("out_proj", "attn.reduce_scatter") + rs("fc2", "mlp.reduce_scatter"))
     assert _sequential_time_s(g, H100, tier, True, 8) == pytest.approx(expect, rel=1e-9)
 
 
@@ -237,3 +243,23 @@ def test_context_parallel_halves_the_work_and_activations_per_device():
     assert e.stages[1].optimizer_bytes == pytest.approx(half.stages[1].optimizer_bytes / 2)
     with pytest.raises(ConfigError, match="flash"):
         api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, attention="standard", cp=2)
+
+
+def test_transfer_interference_reproduces_its_h100_measurement():
+    """TRANSFER_INTERFERENCE from pytorch/pytorch PR #172714 (8 x H100, fp16 8192^3 matmul beside an all-gather of
+    64 MiB per rank over copy engines: 2.96 ms in sequence, 1.77 ms overlapped). Our own cost models must still
+    give the two pieces the derivation used (1.531 ms, 1.326 ms), and the overlap formula must return the
+    measured 1.77 ms for the pieces scaled to the measured sequence."""
+    from phaze.cost import op_latency_s
+    from phaze.cost.overlap import TRANSFER_INTERFERENCE, interfered_s
+    arch = H100.as_arrays()
+    gemm_s = float(gpu_gemm_latency_s(Gemm("mm", 1, 8192, 8192, 8192), arch)[0])
+    tier = get_cluster("dgx-h100", 8).tier_for_group(8)
+    gather_s = float(op_latency_s(Collective("ag", "all_gather", 8 * 64 * 2**20, 8), arch, 1, tier)[0])
+    assert gemm_s == pytest.approx(1.531e-3, abs=1e-6) and gather_s == pytest.approx(1.326e-3, abs=1e-6)
+    scale = 2.96e-3 / (gemm_s + gather_s)
+    g, c = gemm_s * scale, gather_s * scale
+    assert max(interfered_s(g, c), c) == pytest.approx(1.77e-3, rel=1e-3)
+    assert TRANSFER_INTERFERENCE == pytest.approx((1.77 - 1.5861) / 1.3739, rel=1e-3)  # 0.134 by hand
+    assert interfered_s(2.0, 0.0) == 2.0  # nothing beside it, nothing lost
+    assert interfered_s(2.0, 5.0) == pytest.approx(2.0 * (1 + TRANSFER_INTERFERENCE))  # at most its whole time

@@ -54,6 +54,19 @@ We charge our bytes at those fractions of the peak, 0.576 and 0.368 (the kernels
 the fraction carries over to the 80 GB part). The H100 runs use Transformer Engine's norm kernels (the
 "NEW" kernels of that pull request: 81% / 75% of the peak there, within 10-17% of ``memory_efficiency``);
 no published H100 figure, so H100 keeps ``memory_efficiency``.
+
+**Megatron-LM's standard-attention kernels on A100** (the score path of the A100 runs: Megatron's fused
+scale-mask softmax and PyTorch's dropout on the b x a x s x s scores, between the two batched GEMMs). Dao et
+al. measured Megatron's attention on an A100 40 GB (1555 GB/s), fp16, batch 16, 8 heads of dimension 64
+(FlashAttention, arXiv 2205.14135, Appendix E.6, "Megatron" rows at sequence 2048; no masking): 4.28 ms
+forward and 8.86 ms backward without dropout (Table 18 / 19), 6.56 and 10.80 ms with dropout 0.1 (Table
+15 / 16). Our tile/wave model gives that shape's batched GEMMs 1.636 ms forward (scores, context) and 3.273
+ms backward (four GEMMs) on that part, so the rest is the kernels': the softmax moves our 4 B per score in
+4.28 - 1.636 ms (less one launch): 0.523 of the peak; its backward 6 B in 8.86 - 3.273 ms: 0.371; the
+dropout 5 B per score in 6.56 - 4.28 ms: 0.758; its backward 5 B in 10.80 - 8.86 ms: 0.891. These
+fractions carry over to the 80 GB part (the kernels' own access pattern), as the LayerNorm ones do. The
+causal softmax of the GPT runs (``scaled_upper_triang_masked_softmax``) is charged like the unmasked one
+measured. H100 has no such figure (its runs use flash attention).
 """
 from __future__ import annotations
 
@@ -73,20 +86,30 @@ FP8_FUSED_PRODUCERS = frozenset({"layernorm", "rmsnorm"})
 MEGATRON_CROSS_ENTROPY_BYTES = {"cross_entropy_max": 10.0, "cross_entropy": 28.0, "cross_entropy_bwd": 14.0}
 
 
-# apex FusedLayerNorm (Megatron-LM's MixedFusedLayerNorm) on GA100, fraction of the 1555 GB/s peak (module doc):
-# {GPU name prefix: {vector-op kind: achieved fraction of the HBM peak}}
+# apex FusedLayerNorm (Megatron-LM's MixedFusedLayerNorm) on GA100, fraction of the 1555 GB/s peak (module doc)
 APEX_LAYERNORM_FWD_FRACTION = 895.8 / 1555.0
 APEX_LAYERNORM_BWD_FRACTION = 572.2 / 1555.0
-NORM_KERNEL_FRACTIONS = {"a100": {"layernorm": APEX_LAYERNORM_FWD_FRACTION,
-                                  "layernorm_bwd": APEX_LAYERNORM_BWD_FRACTION}}
+# Megatron's attention score path on GA100, fraction of the 1555 GB/s peak (module doc; FlashAttention
+# Tables 15, 16, 18, 19, through our GEMM model: tests/cost/test_gpu_framework.py re-derives them).
+MEGATRON_SOFTMAX_FWD_FRACTION = 0.523
+MEGATRON_SOFTMAX_BWD_FRACTION = 0.371
+TORCH_DROPOUT_FWD_FRACTION = 0.758
+TORCH_DROPOUT_BWD_FRACTION = 0.891
+# {GPU name prefix: {vector-op kind: measured fraction of the HBM peak of the framework's kernel}}
+KERNEL_BANDWIDTH_FRACTIONS = {"a100": {"layernorm": APEX_LAYERNORM_FWD_FRACTION,
+                                       "layernorm_bwd": APEX_LAYERNORM_BWD_FRACTION,
+                                       "softmax": MEGATRON_SOFTMAX_FWD_FRACTION,
+                                       "softmax_bwd": MEGATRON_SOFTMAX_BWD_FRACTION,
+                                       "dropout": TORCH_DROPOUT_FWD_FRACTION,
+                                       "dropout_bwd": TORCH_DROPOUT_BWD_FRACTION}}
 
 
 def kernel_bandwidth_fraction(accelerator_name: str, kind: str) -> float | None:
     """The measured fraction of the HBM peak at which the framework's kernel for vector-op ``kind`` runs
-    on this GPU (``NORM_KERNEL_FRACTIONS``, by the chip name's prefix), or None: the chip's
+    on this GPU (``KERNEL_BANDWIDTH_FRACTIONS``, by the chip name's prefix), or None: the chip's
     ``memory_efficiency`` applies."""
     name = accelerator_name.lower()
-    for prefix, kinds in NORM_KERNEL_FRACTIONS.items():
+    for prefix, kinds in KERNEL_BANDWIDTH_FRACTIONS.items():
         if name.startswith(prefix):
             return kinds.get(kind)
     return None

@@ -23,7 +23,9 @@ while the GEMM runs on the rest (ring-exchange all-gathers use the copy engines)
 (SMs - comm SMs) / SMs of its speed: ``UB_COMM_SMS`` per collective, from the userbuffers configuration
 NeMo ships for H100 (``ub_tp_comm_overlap_cfg`` in github NVIDIA/dgxc-benchmarking
 nemo_megatron/gpt3_175b_hydra.yaml: proj_fprop pipeline 24 SMs, fc2_fprop pipeline 20, qkv_wgrad bulk 8,
-fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, the ring exchanges 0).
+fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, the ring exchanges 0). And even where no SM is given up,
+the transfer is not free (``interfered_s``): while an NVLink collective moves data beside a GEMM, the two share
+the L2, the HBM and the power budget, and the GEMM runs slower for as long as the transfer lasts.
 """
 from __future__ import annotations
 
@@ -40,6 +42,28 @@ UB_COMM_SMS = {
     "qkv.input_all_gather": 4,  # the input re-gathered for the wgrad, behind the dgrad: qkv_dgrad, bulk
     "fc1.input_all_gather": 2,  # fc1_dgrad, bulk
 }
+
+
+# Seconds a GEMM loses per second an NVLink collective runs beside it, even when the transfer holds no SM.
+# Measured on 8 x H100 (github pytorch/pytorch pull request #172714, Jan 2026, "Add benchmark for matmul +
+# all-gather, with CE option", benchmarks/distributed/bench_overlapped_matmul_allgather.py): an fp16
+# 8192 x 8192 x 8192 matmul and an independent all-gather of 64 MiB per rank (512 MiB out) over 8 GPUs take
+# 2.96 ms one after the other and 1.77 ms overlapped with NCCL's copy-engine collectives (NCCL_CTA_POLICY_ZERO:
+# no SM moves the data). Our models of the two pieces give 1.531 ms (GEMM, phaze.cost.gpu) and 1.326 ms
+# (all-gather at 0.8 of NVLink4), 2.857 ms one after the other: -3.5% of the measured 2.96 ms. Scaled to the
+# measurement the GEMM takes 1.586 ms and the all-gather 1.374 ms; a free overlap would take the longer, 1.586
+# ms, and the measured 1.77 ms is 0.184 ms more: 0.134 s per second of transfer. (The same run with NCCL's
+# kernels on SMs took 2.02 ms; those SMs are UB_COMM_SMS here.) Measured on H100 only and applied to every
+# NVLink transfer that overlaps compute: the TP collectives and the context-parallel K/V ring, on A100 too (no
+# A100 figure). The DP reduce over InfiniBand (~1/7 of NVLink's bytes per second) is not charged.
+_SCALE = 2.96 / (1.531 + 1.326)
+TRANSFER_INTERFERENCE = (1.77 - 1.531 * _SCALE) / (1.326 * _SCALE)
+
+
+def interfered_s(compute_s: float, transfer_s: float) -> float:
+    """Time of ``compute_s`` of work run beside a transfer of ``transfer_s``: it loses
+    ``TRANSFER_INTERFERENCE`` s per second the two run together (at most the whole compute)."""
+    return compute_s + TRANSFER_INTERFERENCE * min(compute_s, transfer_s)
 
 
 # How TE overlaps each collective (Transformer Engine ``initialize_ub``: methods "ring_exchange" for qkv_fprop,

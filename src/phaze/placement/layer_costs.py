@@ -96,7 +96,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.cost import op_latency_s
     from phaze.cost.gpu import gpu_gemm_latency_s
     from phaze.cost.gpu_framework import fp8_cast_s, kernel_bandwidth_fraction, megatron_vector_op
-    from phaze.cost.overlap import overlap_pairs, pipelined_overlap_s
+    from phaze.cost.overlap import interfered_s, overlap_pairs, pipelined_overlap_s
     from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
 
     arch = accelerator.as_arrays()
@@ -125,29 +125,30 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         flash = [i for i, op in enumerate(graph.ops) if isinstance(op, Gemm) and is_flash(op)]
         attn = sum(lat[i] for i in flash)
         ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
-        extra += pipelined_overlap_s(attn, ring, cp) - attn  # what the ring adds beyond the attention itself
+        # what the ring adds beyond the attention itself, which runs slower beside the transfer
+        extra += pipelined_overlap_s(interfered_s(attn, ring), ring, cp) - attn
     if not tp_overlap or tp <= 1:
         return float(sum(lat)) + extra
     pairs = overlap_pairs(graph)
     hidden = {c for cs in pairs.values() for c in cs}
     total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
     from phaze.cost.gpu import TENSOR_CORES_PER_SM
-    from phaze.cost.overlap import comm_sm_slowdown
+    from phaze.cost.overlap import UB_PIPELINE_SPLITS, comm_sm_slowdown, overlap_method, split_rs_overlap_s
     sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
-    from phaze.cost.overlap import UB_PIPELINE_SPLITS, overlap_method, split_rs_overlap_s
 
     for g, cs in pairs.items():
         names = [graph.ops[c].name for c in cs]
-        slow = comm_sm_slowdown(names, sms)
         comm = sum(lat[c] for c in cs)
+        # the GEMM loses the SMs the communication kernels hold and runs slower beside the transfer
+        gemm_s = interfered_s(lat[g] * comm_sm_slowdown(names, sms), comm)
         method = overlap_method(names[0])
         if method == "pipeline":  # split along the output features, the last chunk's reduce-scatter exposed
             n = UB_PIPELINE_SPLITS
-            total += split_rs_overlap_s(lat[g] / n * slow, comm, n)
+            total += split_rs_overlap_s(gemm_s / n, comm, n)
         elif method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
-            total += pipelined_overlap_s(lat[g] * slow, comm, tp)
+            total += pipelined_overlap_s(gemm_s, comm, tp)
         else:  # bulk: the collective runs beside the whole GEMM
-            total += max(lat[g] * slow, comm)
+            total += max(gemm_s, comm)
     return float(total) + extra
 
 
