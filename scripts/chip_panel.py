@@ -428,6 +428,40 @@ def _work(c: dict) -> float:
     return max(compute, traffic / c["glb_bytes_per_cycle"])
 
 
+def _every_split(args, panel: list[dict], cache: dict, cache_path: Path) -> int:
+    """--every-split: ZigZag's cycles of one case under each whole-bank split (both orientations)."""
+    case = next((c for c in panel if c["name"] == args.every_split), None)
+    if case is None:
+        print(f"--every-split: no case named {args.every_split!r} (see --list)", file=sys.stderr)
+        return 2
+    banks = GLB_ORGANISATION[case["glb_bytes_per_cycle"]][0]
+    if banks == 1:
+        print(f"--every-split: {args.every_split!r} has a one-bank GLB (nothing to split)", file=sys.stderr)
+        return 2
+    jobs = [(f"{x}/{banks}", s) for x in range(1, banks) for s in "mn"]
+    lock = threading.Lock()
+
+    def one(job):
+        split, stream = job
+        key = _key("zigzag", stream, case, split)
+        if key not in cache or "error" in cache[key]:
+            res = _run_tool(args.zigzag_python, "zigzag", case, stream, args.timeout, split)
+            with lock:
+                cache[key] = res
+                cache_path.write_text(json.dumps(cache))
+        return cache[key].get("cycles")
+
+    with ThreadPoolExecutor(args.jobs) as ex:
+        got = dict(zip(jobs, ex.map(one, jobs)))
+    print(f"{case['name']}: ZigZag cycles per split ({banks} banks; input port, W/O port in B/cycle)")
+    for x in range(1, banks):
+        sp = f"{x}/{banks}"
+        print(f"  {x:3d} banks for inputs {glb_ports(case, sp)}: m {got[sp, 'm']}, n {got[sp, 'n']}")
+    best = min((v, sp) for (sp, _), v in got.items() if v)
+    print(f"fastest: {best[0]:,.0f} cycles ({best[1]} of the banks for inputs)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--worker", choices=["zigzag", "scalesim"], help=argparse.SUPPRESS)
@@ -443,6 +477,9 @@ def main() -> int:
     ap.add_argument("--seed-from", metavar="PANEL_JSON", help="take the runs a stored panel file records "
                     "(ZigZag's row-rule runs of its configuration, SCALE-Sim's) into the cache before running")
     ap.add_argument("--list", action="store_true", help="print the cases and exit")
+    ap.add_argument("--every-split", metavar="CASE", help="run ZigZag on one banked case under every split of "
+                    "its banks (x of the banks for the input port, x = 1 ... banks - 1), print the cycles and "
+                    "exit (a check of the split set; writes nothing but the cache)")
     ap.add_argument("--tools", default="zigzag,scalesim", help="comma-separated tools to run (default both)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run (SCALE-Sim is "
                     "cycle-by-cycle: its long cases may not finish; they are stored as not run)")
@@ -462,6 +499,8 @@ def main() -> int:
         return 0
     cache_path = Path(args.cache)
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
+    if args.every_split:
+        return _every_split(args, panel, cache, cache_path)
     for extra in args.merge_cache:
         for k, v in json.loads(Path(extra).read_text()).items():
             if k not in cache or ("error" in cache[k] and "error" not in v):

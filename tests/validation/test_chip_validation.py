@@ -127,9 +127,12 @@ def test_report_covers_every_case(report):
 
 def _goal_reason() -> str:
     r = validate_chip()
+    worst = max(r.cases, key=lambda c: abs(c.zigzag_error_pct))
     return (f"issue 10 goal vs ZigZag not met yet: mean |error| {r.zigzag_mean_abs_pct:.1f}% (goal "
             f"{GOAL_MEAN_PCT:g}%), max {r.zigzag_max_abs_pct:.1f}% (goal {GOAL_MAX_PCT:g}%) over "
-            f"{r.zigzag_cases} cases")
+            f"{r.zigzag_cases} cases, {r.zigzag_within_goal} within; worst {worst.name}: phaze "
+            f"{worst.phaze_cycles:,.0f} vs ZigZag {worst.zigzag_cycles:,.0f} cycles (ZigZag cannot express "
+            f"shared GLB banks: docs/chip-validation.md, 'The one miss, by hand')")
 
 
 @pytest.mark.xfail(not validate_chip().goal_met, reason=_goal_reason(), strict=True)
@@ -206,15 +209,17 @@ def test_shared_banks_by_hand_on_the_miss_case():
     assert floor == pytest.approx(25700, abs=1) and phaze_cycles(c) > floor
 
     def static(x, whole_port_cycles):
-        """The same schedule with x of the 16 banks serving only the input stream, 16 - x weights and outputs."""
-        bi, bo = 32 * x * b / 512, 32 * (16 - x) * b / 512
+        """The same schedule with x of the 16 banks serving only the input stream, 16 - x weights and outputs
+        (at the full 512 B/cycle, as ZigZag's ports: more than phaze's share, so the comparison is generous)."""
+        bi, bo = 32 * x, 32 * (16 - x)
         inp = 2048 * -(-256 // (32 * x)) if whole_port_cycles else in_pass / bi
         p1, pm, plast = (max(2048, inp, v / bo) for v in (w_tile, w_tile + out_pass, out_pass))
         return w_tile / bo + p1 + 6 * pm + plast + out_pass / bo + (128 + 256 - 2)
 
     best = min(range(1, 16), key=lambda x: static(x, False))
-    assert best == 5 and phaze_cycles(c) < 0.9 * static(5, False)  # 29.9k: the best split loses > 10%
+    assert best == 5 and round(static(5, False)) == 29761
+    assert phaze_cycles(c) < 0.9 * static(5, False)  # the best static split is > 10% slower than shared banks
     # a transfer in whole port cycles (ZigZag's ports): a 256 B row takes 2 cycles of any port under 8 banks
     assert min(range(1, 16), key=lambda x: static(x, True)) == 4
-    # ZigZag's fastest split agrees with this count within 5% (34,986 vs ~36.2k)
+    # ZigZag's fastest split agrees with this count within 5% (34,986 vs 36,051)
     assert c["zigzag"]["cycles"] == pytest.approx(static(4, True), rel=0.05)
