@@ -129,7 +129,7 @@ ZIGZAG_CONFIG = 4
 # (the input port gets the banks one input row needs), "i/d" = the input port gets i/d of the banks
 # (rounded, at least one bank, at least one left for W/O). One fixed set for every banked case, not chosen
 # per case: the row rule and a quarter, half and three quarters of the banks for the input stream.
-SPLITS = ("row", "1/4", "1/2", "3/4")
+SPLITS = ("row", "one", "1/4", "1/2", "3/4")
 
 # The GLB organisation phaze builds for each panel bandwidth (32 MiB; banks x bank width, the fastest
 # CACTI organisation: phaze.validation.chip.glb_organisation, which a test keeps equal to this table).
@@ -168,6 +168,8 @@ def glb_ports(case: dict, split: str = "row") -> tuple[int, int]:
         in_banks = -(-row // width)
         if banks == 1 or in_banks >= banks:
             return 0, banks * width
+    elif split == "one":
+        return 0, banks * width
     else:
         i, d = (int(x) for x in split.split("/"))
         if banks == 1:
