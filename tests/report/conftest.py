@@ -1,14 +1,8 @@
 """A tiny co-search and a small plan, shared by the HTML report tests (each computed once per session)."""
 import pytest
 
-from phaze.hardware.space import DesignSpace
 from phaze.search import SearchSpec, Store, run_search
-from phaze.workload.config import ModelConfig
-
-MiB = 2**20
-TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
-SPACE = DesignSpace(num_tc=(1, 4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16, 64),
-                    glb_bytes=(2 * MiB, 32 * MiB))
+from tinysearch import SPACE, TINY
 
 
 @pytest.fixture(scope="session")

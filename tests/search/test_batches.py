@@ -5,10 +5,8 @@ import pytest
 import phaze.search.run as run_mod
 from phaze.hardware.space import DesignSpace
 from phaze.search import Store, run_search
-from phaze.workload.config import ModelConfig
+from tinysearch import MiB, TINY
 
-MiB = 2**20
-TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
 SPACE = DesignSpace(num_tc=(1, 2, 4, 8, 16), num_vc=(1, 2, 4, 8), tc_widths=(16, 32, 64), tc_depths=(16, 64),
                     glb_bytes=(2 * MiB, 32 * MiB))
 

@@ -3,6 +3,7 @@ answer as the local process pool on a reduced space, the same answer when a Ray 
 (Ray retries the task), and the store is written by the driver alone, which holds its lease."""
 import os
 import signal
+import sqlite3
 import threading
 import time
 from pathlib import Path
@@ -57,6 +58,21 @@ def test_ray_gives_the_local_pool_answer(local_ray, pool_result, tmp_path):
     assert res.counts["exact"] == pool_result.counts["exact"] > 0
 
 
+def _leased(path: Path) -> bool:
+    """Whether the store at ``path`` has a committed lease (its writer's ``Store.open`` has finished); read-only,
+    so a missing file is not created."""
+    if not path.exists():
+        return False
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=1)
+        try:
+            return con.execute("SELECT 1 FROM meta WHERE key='lease'").fetchone() is not None
+        finally:
+            con.close()
+    except sqlite3.Error:  # not created yet, or its schema not yet committed
+        return False
+
+
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds Ray workers through /proc")
 def test_a_ray_worker_killed_mid_run_does_not_change_the_answer(local_ray, pool_result, tmp_path):
     path = tmp_path / "ray-killed.db"
@@ -66,7 +82,9 @@ def test_a_ray_worker_killed_mid_run_does_not_change_the_answer(local_ray, pool_
     def killer():
         while not stop.is_set() and not killed:
             pids = _ray_task_pids()
-            if pids:
+            # only once the driver holds the store: a Ray worker of the previous test may still be titled as
+            # running a task, and opening the store before the driver would take the lease from it
+            if pids and _leased(path):
                 try:  # a second writer is refused while the driver (this process) writes
                     Store.open(path, spec().fingerprint(), True)
                 except StoreError as err:

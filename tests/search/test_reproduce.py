@@ -6,15 +6,9 @@ import json
 import pytest
 
 from phaze.errors import StoreError
-from phaze.hardware.space import DesignSpace
 from phaze.search.reproduce import ROLES, run_reproduce
-from phaze.workload.config import ModelConfig
-from test_search_cli import MODEL  # the same tiny model file the search CLI tests write
+from tinysearch import MODEL_YAML, SPACE, SPACE_YAML, TINY
 
-MiB = 2**20
-TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
-SPACE = DesignSpace(num_tc=(1, 4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16, 64),
-                    glb_bytes=(2 * MiB, 32 * MiB))
 SETTING = dict(space=SPACE, space_name="tiny", hbm_gib=(1, 2), microbatch_sizes=(1, 2), devices=16, global_batch=32)
 FIELDS = ("model", "role", "plan_kind", "throughput_seq_per_s", "area_mm2", "search_wall_s", "evaluated")
 
@@ -63,18 +57,10 @@ def test_a_store_of_other_parameters_is_refused(tiny_run):
         run_reproduce([TINY], tiny_run.store, resume=True, workers=1, samples=16, quiet=True, spec_overrides=SETTING)
 
 
-SPACE_FILE = """num_tc: [1, 4, 16]
-num_vc: [1, 4]
-tc_widths: [16, 64]
-tc_depths: [16, 64]
-glb_mib: [2, 32]
-"""
-
-
 def test_cli_writes_markdown_csv_json_and_html(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "m.yaml").write_text(MODEL)
-    (tmp_path / "s.yaml").write_text(SPACE_FILE)
+    (tmp_path / "m.yaml").write_text(MODEL_YAML)
+    (tmp_path / "s.yaml").write_text(SPACE_YAML)
     args = ("reproduce", "--models", "m.yaml", "--space", "s.yaml", "--samples", "12", "--workers", "1",
             "--store", "r.db", "--out", "out", "--html", "out.html")
     code, out, err = cli(*args, "--quiet")
@@ -118,8 +104,8 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, cli, monkeypatch, ar
 
 def test_search_baseline_spotlight_cli(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "m.yaml").write_text(MODEL)
-    (tmp_path / "s.yaml").write_text(SPACE_FILE)
+    (tmp_path / "m.yaml").write_text(MODEL_YAML)
+    (tmp_path / "s.yaml").write_text(SPACE_YAML)
     base = ("search", "--model", "m.yaml", "--space", "s.yaml", "--devices", "16", "--global-batch", "32",
             "--mbs", "1,2", "--hbm-gib", "1,2", "--baseline", "spotlight", "--samples", "12", "--workers", "1")
     code, out, err = cli(*base, "--json")

@@ -9,15 +9,11 @@ import pytest
 
 from phaze.errors import StoreError
 from phaze.hardware.presets import get_cluster
-from phaze.hardware.space import DesignSpace, enumerate_space
+from phaze.hardware.space import enumerate_space
 from phaze.search import SearchSpec, Store, run_search
 from phaze.search.bounds import model_bounds
 from phaze.workload.config import ModelConfig
-
-MiB = 2**20
-TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
-SPACE = DesignSpace(num_tc=(1, 4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16, 64),
-                    glb_bytes=(2 * MiB, 32 * MiB))
+from tinysearch import SPACE, TINY
 
 
 def spec(**kw):
@@ -105,12 +101,12 @@ def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
     a, b, _ = pruned_and_brute
     store = tmp_path / "killed.db"
     script = (
-        "import sys; sys.path.insert(0, %r)\n"
+        "import sys; sys.path[:0] = [%r, %r]\n"  # test_search and the tinysearch it imports
         "from test_search import spec\n"
         "from phaze.search import run_search\n"
         "if __name__ == '__main__':\n"
         "    run_search(spec(), %r, workers=1, quiet=True, prune=False)\n"
-    ) % (os.path.dirname(__file__), str(store))
+    ) % (os.path.dirname(__file__), os.path.dirname(os.path.dirname(__file__)), str(store))
     proc = subprocess.Popen([sys.executable, "-c", script])
     deadline = time.time() + 120
     stored = 0

@@ -8,30 +8,13 @@ import pytest
 from clirunner import run_phaze as run
 from phaze.search.executor import InlineExecutor, make_executor
 from phaze.errors import PhazeError
-
-MODEL = """name: tiny
-num_layers: 4
-hidden: 256
-heads: 4
-ffn: 1024
-vocab: 2000
-seq_len: 128
-max_tp: 2
-"""
-SPACE = """num_tc: [1, 4, 16]
-num_vc: [1, 4]
-tc_widths: [16, 64]
-tc_depths: [16, 64]
-glb_mib: [2, 32]
-"""
-
-
+from tinysearch import MODEL_YAML, SPACE_YAML
 
 
 @pytest.fixture
 def files(tmp_path):
-    (tmp_path / "m.yaml").write_text(MODEL)
-    (tmp_path / "s.yaml").write_text(SPACE)
+    (tmp_path / "m.yaml").write_text(MODEL_YAML)
+    (tmp_path / "s.yaml").write_text(SPACE_YAML)
     return tmp_path
 
 

@@ -88,7 +88,7 @@ def test_local_pool_knows_its_workers_and_abort_ends_them_by_pid():
     running."""
     import multiprocessing as mp
 
-    from phaze.search.executor import LocalPool, abort
+    from phaze.search.executor import ABORT_WAIT_S, LocalPool, abort
 
     pool = LocalPool(2)
     ran_in = {f.result(timeout=120) for f in [pool.submit(os.getpid) for _ in range(6)]}
@@ -98,11 +98,68 @@ def test_local_pool_knows_its_workers_and_abort_ends_them_by_pid():
     busy = pool.submit(time.sleep, 60)
     t0 = time.time()
     abort(pool)
-    assert time.time() - t0 < 10 and busy.done()
+    assert time.time() - t0 < ABORT_WAIT_S and busy.done()
+    # abort returns once the workers have exited (their sentinels closed): the pool knows at once (the two
+    # tests below pin the races this once lost); /proc may show one in its last microseconds of exit
+    assert pool.worker_pids() == set()
     assert _wait_gone(sorted(pids), 5) == []
-    # The pool's manager thread may reap a worker at the same moment as our poll, which then reads it as
-    # running once (multiprocessing's poll returns None on ECHILD); the next poll sees its exit code.
-    deadline = time.time() + 5
-    while pool.worker_pids() and time.time() < deadline:
-        time.sleep(0.1)
+
+
+def test_worker_pids_is_right_when_another_thread_reaped_the_worker(monkeypatch):
+    """The pool's manager thread reaps dead workers concurrently; a ``waitpid`` of ours that loses that race
+    gets ECHILD, which ``Process.is_alive`` reads as "running". Here every ``waitpid`` gets ECHILD (as if the
+    other thread had always won): a killed worker must still not be listed."""
+    import errno
+
+    from phaze.search.executor import LocalPool, abort
+
+    pool = LocalPool(1)
+    try:
+        pid = pool.submit(os.getpid).result(timeout=120)
+        assert pool.worker_pids() == {pid}
+
+        def reaped_elsewhere(*_):
+            raise ChildProcessError(errno.ECHILD, "No child processes")
+
+        monkeypatch.setattr(os, "waitpid", reaped_elsewhere)
+        os.kill(pid, signal.SIGKILL)
+        assert _wait_gone([pid], 30) == []  # dead (a zombie: nobody here can reap it)
+        assert pool.worker_pids() == set()
+    finally:
+        monkeypatch.undo()
+        abort(pool)  # reaps it
+
+
+def test_abort_returns_with_every_task_settled_although_the_pool_thread_is_late():
+    """The tasks of an aborted pool are settled (cancelled, or failed with BrokenProcessPool) by the pool's
+    manager thread, which runs concurrently with ``abort``. Here that thread is held in a slow done-callback
+    (callbacks run in the thread that settles a future) while a 60 s task waits in the queue; ``abort`` must
+    still return only once that task is done."""
+    import threading
+
+    from phaze.search.executor import ABORT_WAIT_S, LocalPool, abort
+
+    pool = LocalPool(1)
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(_):  # runs in the manager thread when the first task's result comes back
+        entered.set()
+        release.wait(30)
+
+    first = pool.submit(time.sleep, 1.0)  # a 1 s task cannot be done before the callback is attached
+    first.add_done_callback(hold)
+    assert entered.wait(120), "the manager thread never settled the first task"
+    busy = pool.submit(time.sleep, 60)
+    timer = threading.Timer(1.0, release.set)
+    timer.start()
+    t0 = time.time()
+    try:
+        abort(pool)
+        waited_s = time.time() - t0
+        settled = busy.cancelled()  # read before the release below lets the thread go on
+    finally:
+        release.set()
+        timer.join()
+    assert settled
+    assert 0.9 < waited_s < ABORT_WAIT_S - 1  # it returned once the task was settled, not at its time-out
     assert pool.worker_pids() == set()

@@ -9,10 +9,8 @@ from phaze.hardware.space import DesignSpace, enumerate_space
 from phaze.placement.layer_costs import compute_layer_costs
 from phaze.search.one_chip import one_chip_latency, one_chip_setting
 from phaze.search.spotlight import chip_features, random_search, spotlight_search
-from phaze.workload.config import ModelConfig
+from tinysearch import MiB, TINY
 
-MiB = 2**20
-TINY = ModelConfig(name="tiny", num_layers=4, hidden=256, heads=4, ffn=1024, vocab=2000, seq_len=128, max_tp=2)
 # 978 chips under a 100 mm^2 budget: large against a 30-sample budget, so sampling well matters
 REDUCED = DesignSpace(num_tc=(1, 2, 4, 8, 16, 32, 64), num_vc=(1, 2, 4, 8, 16), tc_widths=(8, 16, 32, 64),
                       tc_depths=(8, 16, 32, 64), glb_bytes=(2 * MiB, 8 * MiB, 32 * MiB), budget_mm2=100.0)

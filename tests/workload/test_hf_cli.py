@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tinysearch import SPACE_YAML
+
 CONFIGS = Path(__file__).parent / "hf_configs"
 # a Llama-style config small enough to search over a tiny space in seconds
 TINY = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
         "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 2000, "max_position_embeddings": 128,
         "hidden_act": "silu", "tie_word_embeddings": False}
-SPACE = "num_tc: [1, 4, 16]\nnum_vc: [1, 4]\ntc_widths: [16, 64]\ntc_depths: [16, 64]\nglb_mib: [2, 32]\n"
 
 
 def test_import_model_writes_a_model_file_that_plans_like_the_config(cli, tmp_path):
@@ -46,7 +47,7 @@ def test_import_model_prints_yaml_and_refuses_in_one_line(cli, tmp_path):
 
 def test_search_takes_an_imported_model(cli, tmp_path):
     (tmp_path / "config.json").write_text(json.dumps(TINY))
-    (tmp_path / "s.yaml").write_text(SPACE)
+    (tmp_path / "s.yaml").write_text(SPACE_YAML)
     code, out, err = cli("search", "--model", f"hf:{tmp_path / 'config.json'}", "--space",
                          str(tmp_path / "s.yaml"), "--devices", "8", "--global-batch", "16", "--mbs", "1,2",
                          "--hbm-gib", "1,2", "--store", str(tmp_path / "r.db"), "--workers", "1", "--json")

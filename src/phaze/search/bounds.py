@@ -76,9 +76,7 @@ def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int
     float test accepts, the same as a binary search on k (kept as ``_min_bottleneck_bisect_s``)."""
     if p == 1:
         return e + L * b + h
-    floor_u = np.maximum(e, h)
-    k_hi = L + np.ceil(floor_u / b) + 1
-    fits = _fits(e, b, h, L, p, floor_u)
+    floor_u, k_hi, fits = _bracket(e, b, h, L, p)
     best = np.full_like(b, np.inf)
     # block count at U = k b + c (exact arithmetic): c = 0: p k - ceil(e/b) - ceil(h/b); c = e:
     # p k + floor((e-h)/b) + (p-2) floor(e/b); c = h: the same with e and h swapped
@@ -101,6 +99,13 @@ def min_bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int
             k[todo] = _least_k(_fits(e[todo], b[todo], h[todo], L, p, floor_u[todo]), b[todo], c[todo], k_hi[todo])
         best = np.minimum(best, k * b + c)
     return best
+
+
+def _bracket(e, b, h, L, p):
+    """What both searches for the least U start from (per chip): the floor max(e, h) no stage bound goes
+    below, a k whose U = k*b + c surely fits, and the fits test."""
+    floor_u = np.maximum(e, h)
+    return floor_u, L + np.ceil(floor_u / b) + 1, _fits(e, b, h, L, p, floor_u)
 
 
 def _fits(e, b, h, L, p, floor_u):
@@ -130,9 +135,7 @@ def _min_bottleneck_bisect_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int
     """``min_bottleneck_s`` by binary search on k for each c (the reference the closed form is tested on)."""
     if p == 1:
         return e + L * b + h
-    floor_u = np.maximum(e, h)
-    k_hi = L + np.ceil(floor_u / b) + 1
-    fits = _fits(e, b, h, L, p, floor_u)
+    _, k_hi, fits = _bracket(e, b, h, L, p)
     best = np.full_like(b, np.inf)
     for c in (np.zeros_like(b), e, h):
         best = np.minimum(best, _least_k(fits, b, c, k_hi) * b + c)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import threading
 import time
@@ -82,22 +83,51 @@ class _RecordingSpawnContext(mp.context.SpawnContext):
         return p
 
 
+# How long ``LocalPool.abort`` waits for one terminated worker to exit, and then for the pool's manager thread
+# to settle the tasks it handed out (it fails them with BrokenProcessPool or cancels them): both take
+# milliseconds; the bound only keeps a wedged interpreter from hanging an abort.
+ABORT_WAIT_S = 5.0
+
+
+def _has_exited(p: mp.process.BaseProcess) -> bool:
+    """Whether a started worker has exited, read from its sentinel (a pipe that closes when it exits). Unlike
+    ``is_alive`` this never calls ``waitpid``: the pool's manager thread reaps the workers concurrently, and
+    a ``waitpid`` that loses that race gets ECHILD, which multiprocessing reads as "still running"."""
+    return bool(mp.connection.wait([p.sentinel], timeout=0))
+
+
 class LocalPool(cf.ProcessPoolExecutor):
     """The local process pool (spawn start method). Its workers watch their parent; ``abort`` ends them at
     once, including one still starting, through the ``Process`` objects its context recorded."""
 
     def __init__(self, workers: int) -> None:
         self._context = _RecordingSpawnContext()
+        self._unsettled: set[cf.Future] = set()  # handed out and not done yet (the pool's thread settles them)
         super().__init__(max_workers=workers, mp_context=self._context, initializer=_watch_parent,
                          initargs=(os.getpid(),))
 
+    def submit(self, fn, /, *args, **kwargs) -> cf.Future:
+        fut = super().submit(fn, *args, **kwargs)
+        self._unsettled.add(fut)
+        fut.add_done_callback(self._unsettled.discard)
+        return fut
+
     def worker_pids(self) -> set[int]:
-        """PIDs of the workers alive now."""
-        return {p.pid for p in list(self._context.processes) if p.is_alive()}
+        """PIDs of the workers alive now (started and not exited)."""
+        pids = set()
+        for p in list(self._context.processes):
+            try:
+                if not _has_exited(p):
+                    pids.add(p.pid)
+            except ValueError:  # not started yet, or closed
+                pass
+        return pids
 
     def abort(self) -> None:
-        """Cancel queued tasks and end the workers now (their running tasks are lost)."""
+        """Cancel queued tasks and end the workers now (their running tasks are lost). On return every worker
+        has exited and every task handed out is done (cancelled, or failed with BrokenProcessPool)."""
         procs = list(self._context.processes)
+        unsettled = list(self._unsettled)
         self.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             try:
@@ -106,8 +136,18 @@ class LocalPool(cf.ProcessPoolExecutor):
                 pass
         for p in procs:
             try:
-                p.join(timeout=5)
+                p.join(timeout=ABORT_WAIT_S)
             except (AssertionError, ValueError):  # never started / closed
+                pass
+        # The futures are settled by the pool's manager thread once it sees the workers gone (or, for a task
+        # still queued, the shutdown); it runs concurrently, so without this wait a caller could find a task
+        # of a dead pool still "running". Not ``cf.wait``: it misses a future cancelled by ``cancel()``
+        # (the pool cancels queued tasks that way) and would sit out its whole timeout.
+        deadline = time.monotonic() + ABORT_WAIT_S
+        for fut in unsettled:
+            try:
+                fut.exception(timeout=max(0.0, deadline - time.monotonic()))
+            except (cf.CancelledError, cf.TimeoutError):
                 pass
 
 
