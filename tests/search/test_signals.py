@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from phaze.search.executor import PARENT_POLL_S
+from phaze.search.executor import PARENT_POLL_S, WATCH_THREAD_NAME
 
 PHAZE = str(Path(sys.executable).parent / "phaze")
 # the paper's default co-search of gpt2-xl: long enough (minutes) to be caught with its workers running
@@ -37,19 +37,48 @@ def _children(pid: int) -> list[int]:
 
 
 def _alive(pid: int) -> bool:
-    s = _state_and_ppid(pid)
-    return s is not None and s[0] not in ("Z", "X")
+    """Whether any thread of the process is still running: its main thread turns zombie while the others
+    (the parent watch) may still be exiting, and its files (a worker's sentinel) close with the last one."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tids:
+        try:
+            state = Path(f"/proc/{pid}/task/{t}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _watching(pid: int) -> bool:
+    """Whether a process has a thread of that name: a worker past its start-up, its parent watch armed."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for t in tids:
+        try:
+            if Path(f"/proc/{pid}/task/{t}/comm").read_text().strip() == WATCH_THREAD_NAME:
+                return True
+        except OSError:
+            pass
+    return False
 
 
 def _start_with_workers(tmp_path) -> tuple[subprocess.Popen, list[int]]:
+    """The search with both workers past their start-up (on a busy machine their imports take seconds, and a
+    worker still importing cannot act on its parent's death before it is done), and all its children (the
+    workers and multiprocessing's resource tracker)."""
     p = subprocess.Popen(SEARCH + ["--store", str(tmp_path / "s.db")], cwd=tmp_path, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline:  # two workers (plus multiprocessing's resource tracker)
+    while time.time() < deadline:
         kids = _children(p.pid)
-        if len(kids) >= 3:
-            time.sleep(1.0)  # let the workers start their tasks
-            return p, _children(p.pid)
+        if sum(_watching(k) for k in kids) >= 2:
+            return p, kids
         assert p.poll() is None, p.stderr.read()
         time.sleep(0.2)
     p.kill()
@@ -163,3 +192,45 @@ def test_abort_returns_with_every_task_settled_although_the_pool_thread_is_late(
     assert settled
     assert 0.9 < waited_s < ABORT_WAIT_S - 1  # it returned once the task was settled, not at its time-out
     assert pool.worker_pids() == set()
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_bytes().rsplit(b")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime (fields 14, 15 of proc(5))
+
+
+# A "search" that starts a pool of one worker and keeps the worker in one C call holding the GIL for minutes
+# (builtin sum over a range: no bytecode runs, so no other thread of the worker gets the GIL).
+_HOLDER = """
+import os, sys, time
+from phaze.search.executor import LocalPool
+if __name__ == "__main__":
+    pool = LocalPool(1)
+    print(pool.submit(os.getpid).result(timeout=120), flush=True)
+    pool.submit(sum, range(10**13))
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_a_worker_holding_the_gil_dies_with_its_sigkilled_parent(tmp_path):
+    """A worker whose parent is SIGKILLed dies at once although its own watch thread cannot run (its main
+    thread holds the GIL in one long C call; under CPU contention a numpy call does the same for seconds):
+    the kernel's parent-death signal needs neither the GIL nor a time slice."""
+    p = subprocess.Popen([sys.executable, "-c", _HOLDER], cwd=tmp_path, stdout=subprocess.PIPE, text=True)
+    try:
+        worker = int(p.stdout.readline())
+        start, deadline = _cpu_ticks(worker), time.time() + 60
+        while _cpu_ticks(worker) - start < 20 and time.time() < deadline:  # the sum is running (0.2 s of CPU)
+            time.sleep(0.05)
+        assert _cpu_ticks(worker) - start >= 20, "the worker never started the long call"
+    except BaseException:
+        p.kill()
+        raise
+    p.kill()
+    p.wait()
+    t0 = time.time()
+    left = _wait_gone([worker], 5)
+    if left:
+        os.kill(worker, signal.SIGKILL)
+    assert left == [], f"the worker outlived its parent by {time.time() - t0:.1f} s"
