@@ -175,13 +175,20 @@ def test_tile_by_tile_overlap_drain_window_and_granularity_hand_computed():
     assert _tiled(g, 64, 16, 8, 32.0)[1] == pytest.approx((128 + 10 + 22 + 32) * 1e-9, rel=1e-12)
     # the other orientation, S = 16 rows against T = 64 columns: 4 column blocks on the one core, each one
     # pass of 16 rows; the accumulator holds two passes, so each drain (16 rows x 32 B) spreads over the
-    # next pass's 2 tiles: a tile moves 16 * 8 + 32 = 160 B (the 256 B panel fits the operand buffer and
-    # is read once: 128 B per tile over 4 passes), with half a drain 416 B = 13 cycles < 16: compute-bound.
-    # 4 blocks x 2 tiles x 16 = 128, ends 22 + 0 + 16 * 32 / 32 = 16 -> 166 cycles.
+    # next pass's 2 tiles. Each block's 2-tile panel (256 B) fits the operand buffer, but the 4 blocks have
+    # different weights (8 x 64 x 2 B = 1 KiB in all): each block loads its own, a whole 128 B tile per
+    # tile (its one row pass). A tile moves 16 * 8 + 128 = 256 B (8 cycles < 16), with half a drain
+    # 256 + 256 = 512 B = 16 cycles: compute-bound. 4 blocks x 2 tiles x 16 = 128, ends 22 + 0 +
+    # 16 * 32 / 32 = 16 -> 166 cycles.
     t2, s2 = _tiled(g, 16, 64, 8, 32.0)
     assert (t2["n_mb"][0], t2["cyc_mb"][0], t2["reg_mb"][0], t2["events"][0],
-            t2["drain_tiles"][0]) == (8, 16, 160, 3, 2)
+            t2["drain_tiles"][0]) == (8, 16, 256, 3, 2)
     assert s2 == pytest.approx((128 + 22 + 16) * 1e-9, rel=1e-12)
+    # at 16 B/cycle the weights bind: a plain tile 256 / 16 = 16 cycles (2 of them), a drain tile 512 / 16 =
+    # 32 (6 of them: 3 drains x 2 tiles), + 22, ends (128 / 16 - 4) + 512 / 16 = 36: 32 + 192 + 22 + 36 = 282
+    # cycles, more than the totals give (4 KiB / 16 = 256). Spreading one block's panel over all 4 blocks'
+    # passes (32 B of weights per tile) would charge 246 and let the totals' 256 hide 768 B of weights.
+    assert _tiled(g, 16, 64, 8, 16.0)[1] == pytest.approx(282e-9, rel=1e-12)
 
 
 def test_k_below_rows_uses_only_the_filled_rows():

@@ -169,17 +169,19 @@ def test_panel_script_glb_organisation_is_phazes():
     assert mod.glb_ports(case) == (128, 384)  # 64 x 2 B rows = 4 of 16 x 32 B banks
     wide = next(c for c in mod.cases() if c["rows"] == 256 and c["k"] >= 256 and c["glb_bytes_per_cycle"] == 512)
     assert mod.glb_ports(wide) == (0, 512)
-    # configuration 4: a quarter, half, three quarters of the banks for the input stream, for every banked case
-    assert mod.SPLITS == ("row", "1/4", "1/2", "3/4")
-    assert [mod.glb_ports(wide, s) for s in mod.SPLITS[1:]] == [(128, 384), (256, 256), (384, 128)]
+    # configuration 4: one shared port, a quarter, half, three quarters of the banks for the input stream, for
+    # every banked case
+    assert mod.SPLITS == ("row", "one", "1/4", "1/2", "3/4")
+    assert [mod.glb_ports(wide, s) for s in mod.SPLITS[2:]] == [(128, 384), (256, 256), (384, 128)]
     big = next(c for c in mod.cases() if c["glb_bytes_per_cycle"] == 4096)
-    assert [mod.glb_ports(big, s) for s in mod.SPLITS[1:]] == [(1024, 3072), (2048, 2048), (3072, 1024)]
+    assert [mod.glb_ports(big, s) for s in mod.SPLITS[2:]] == [(1024, 3072), (2048, 2048), (3072, 1024)]
     one = next(c for c in mod.cases() if c["glb_bytes_per_cycle"] == 64)
     assert mod.case_splits(one) == ("row",) and mod.glb_ports(one, "1/2") == (0, 64)
     # splits that give the row rule's ports are not run twice
-    assert mod._distinct_splits(case) == ["row", "1/2", "3/4"]  # 64 x 2 B rows: the row rule is the 1/4 split
+    assert mod._distinct_splits(case) == ["row", "one", "1/2", "3/4"]  # 64 x 2 B rows: the row rule is 1/4
     row8 = next(c for c in mod.cases() if c["rows"] == 128 and c["k"] >= 128 and c["glb_bytes_per_cycle"] == 512)
-    assert mod._distinct_splits(row8) == ["row", "1/4", "3/4"]
+    assert mod._distinct_splits(row8) == ["row", "one", "1/4", "3/4"]
+    assert mod._distinct_splits(wide) == ["row", "1/4", "1/2", "3/4"]  # its row rule is the one shared port
 
 
 def _miss_case():
@@ -196,15 +198,15 @@ def test_shared_banks_by_hand_on_the_miss_case():
     b = 512 * 1024 / 1028
     w_tile, out_pass, in_pass = 128 * 256 * 2, 2048 * 256 * 2, 2048 * 128 * 2  # bytes per pass (column block)
     # 8 passes (column blocks of 256) of 2048 rows; K = 128 fills one weight tile; the accumulator (2048 rows)
-    # holds one pass, so pass j's outputs leave during pass j + 1; the weight panel (64 KiB) fits the operand
-    # buffer: each tile loads once (1/8 of it charged per pass in whole 32 B words)
-    first = 2048                                   # pass 1: max(2048 rows, (inputs + w/8) / b = 1044)
-    middle = (in_pass + w_tile / 8 + out_pass) / b  # passes 2-8 carry the previous pass's outputs: 3100 > 2048
-    fixed = 128 + (128 + 256 - 2)                  # the first weight tile's rows and one fill/drain
-    ends = (w_tile / b - 128) + out_pass / b       # the first tile's bytes beyond its 128 cycles, the last drain
+    # holds one pass, so pass j's outputs leave during pass j + 1; each block's 64 KiB tile fits the
+    # operand buffer, but the 8 blocks have different weights: each pass loads a whole tile (the next one)
+    first = 2048                                      # pass 1: max(2048 rows, (inputs + a tile) / b = 1157)
+    middle = (in_pass + w_tile + out_pass) / b       # passes 2-8 also carry the previous pass's outputs: 3212
+    fixed = 128 + (128 + 256 - 2)                     # the first weight tile's rows and one fill/drain
+    ends = (w_tile / b - 128) + out_pass / b          # the first tile's bytes beyond its 128 cycles, the last drain
     hand = first + 7 * middle + fixed + ends
     assert phaze_cycles(c) == pytest.approx(hand, rel=1e-9)
-    assert round(hand) == 26315
+    assert round(hand) == 27102
     floor = (8 * in_pass + 8 * w_tile + 8 * out_pass) / b  # all GLB bytes at the full rate
     assert floor == pytest.approx(25700, abs=1) and phaze_cycles(c) > floor
 
@@ -218,8 +220,18 @@ def test_shared_banks_by_hand_on_the_miss_case():
 
     best = min(range(1, 16), key=lambda x: static(x, False))
     assert best == 5 and round(static(5, False)) == 29761
-    assert phaze_cycles(c) < 0.9 * static(5, False)  # the best static split is > 10% slower than shared banks
+    assert phaze_cycles(c) < 0.92 * static(5, False)  # the best static split is 9.8% slower than shared banks
     # a transfer in whole port cycles (ZigZag's ports): a 256 B row takes 2 cycles of any port under 8 banks
     assert min(range(1, 16), key=lambda x: static(x, True)) == 4
-    # ZigZag's fastest split agrees with this count within 5% (34,986 vs 36,051)
-    assert c["zigzag"]["cycles"] == pytest.approx(static(4, True), rel=0.05)
+    # ZigZag's run with 4 of 16 banks for inputs agrees with this count within 5% (34,986 vs 36,051)
+    assert min(c["zigzag"]["splits"]["1/4"].values()) == pytest.approx(static(4, True), rel=0.05)
+    # one port of all 16 banks for every stream, in whole port cycles: a 256 B input row takes a 512 B port
+    # cycle, so a pass takes 2048 cycles of inputs plus its W/O bytes / 512 B: 34,174 by hand; ZigZag's run
+    # of it is the fastest of the set (34,302); in bytes (no word wasted) one port is the shared banks
+    def one_port(whole_port_cycles):
+        inp = 2048 if whole_port_cycles else in_pass / 512
+        p1, pm, plast = (max(2048, inp + v / 512) for v in (w_tile, w_tile + out_pass, out_pass))
+        return w_tile / 512 + p1 + 6 * pm + plast + out_pass / 512 + (128 + 256 - 2)
+    assert round(one_port(True)) == 34174 and round(one_port(False)) == 26878
+    assert c["zigzag"]["split"] == "one"
+    assert c["zigzag"]["cycles"] == pytest.approx(one_port(True), rel=0.01)

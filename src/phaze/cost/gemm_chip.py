@@ -23,8 +23,10 @@ Weights. The operand buffer double-buffers weight tiles when it holds two (``tc_
 2 R C e``): the next tile is loaded while the current one streams, so a tile costs ``max(mb, k_rows)``
 cycles and only the first load is exposed. Otherwise each tile costs ``k_rows + mb``. The skewed pipeline
 fills and drains once per core and GEMM: with double-buffered weights the next tile's inputs enter behind
-the current tile's last row (as a TPU MXU does), so it is not paid per tile. When a core's whole weight
-panel (``kt_core * R * C * e``) fits the operand buffer it is loaded once, not once per pass.
+the current tile's last row (as a TPU MXU does), so it is not paid per tile. When the weight panel of
+one part (a column block's ``kt_part * R * C * e``) fits the operand buffer it is loaded once per part,
+not once per row pass; a core that owns several parts loads each part's panel (tile by tile, its
+weights are spread over that part's row passes only).
 
 GLB traffic (bytes between the GLB and the core buffers; HBM fills are the HBM term's, not counted here):
 inputs ``batch * S * K * ceil(T/C)`` (each column block reads the input panel), weights
@@ -143,11 +145,14 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     glb = glb + np.where(spill, (2.0 * b * S * T * ACC_BYTES) * kt, 0.0)
     # GLB bytes per tile in whole bank words (module docstring, access granularity): its input rows (k_rows
     # elements each, read one per cycle straight into the array), its share of the weight tile (a block
-    # into the operand buffer: every tile once per pass, or the panel once over all passes), spilled
-    # partial sums (written and read back as blocks)
-    passes = per_core * (full + (rem > 0))
+    # into the operand buffer: every tile once per pass, or a part's panel once over that part's row
+    # passes -- not over all the core's passes: the parts of a core (column blocks) have different
+    # weights, and the panel that fits is one part's), spilled partial sums (written and read back as
+    # blocks)
+    row_passes = full + (rem > 0)
+    passes = per_core * row_passes
     in_v = _granular(k_rows * e, width)
-    w_tile = _granular(k_rows * c_cols * e, width) * np.where(panel_fits, 1.0 / np.maximum(passes, 1.0), 1.0)
+    w_tile = _granular(k_rows * c_cols * e, width) * np.where(panel_fits, 1.0 / row_passes, 1.0)
 
     def reg(r):
         return r * in_v + w_tile + np.where(spill, 2.0 * _granular(r * c_cols * ACC_BYTES, width), 0.0)
