@@ -29,6 +29,7 @@ the L2, the HBM and the power budget, and the GEMM runs slower for as long as th
 """
 from __future__ import annotations
 
+from phaze.units import MiB
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 
 
@@ -53,17 +54,35 @@ UB_COMM_SMS = {
 # (all-gather at 0.8 of NVLink4), 2.857 ms one after the other: -3.5% of the measured 2.96 ms. Scaled to the
 # measurement the GEMM takes 1.586 ms and the all-gather 1.374 ms; a free overlap would take the longer, 1.586
 # ms, and the measured 1.77 ms is 0.184 ms more: 0.134 s per second of transfer. (The same run with NCCL's
-# kernels on SMs took 2.02 ms; those SMs are UB_COMM_SMS here.) Measured on H100 only and applied to every
-# NVLink transfer that overlaps compute: the TP collectives and the context-parallel K/V ring, on A100 too (no
-# A100 figure). The DP reduce over InfiniBand (~1/7 of NVLink's bytes per second) is not charged.
+# kernels on SMs took 2.02 ms: NCCL_KERNEL_INTERFERENCE below; Transformer Engine's own overlap kernels hold
+# the SMs of UB_COMM_SMS instead.) Measured on H100 only and applied to every NVLink transfer that overlaps
+# compute: the TP collectives and, through nccl_interference, the context-parallel K/V ring and the overlapped
+# DP sync (scaled to its link's rate), on A100 too (no A100 figure).
 _SCALE = 2.96 / (1.531 + 1.326)
 TRANSFER_INTERFERENCE = (1.77 - 1.531 * _SCALE) / (1.326 * _SCALE)
+# The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.374 ms it took.
+MEASURED_TRANSFER_Bps = 7 * 64 * MiB / (1.326e-3 * _SCALE)
+# NCCL runs its collectives as kernels on the SMs (unless told to use the copy engines, as above), and while
+# they run the GEMM beside them has fewer SMs. The same measurement with NCCL's default kernels took 2.02 ms
+# instead of 1.77: 0.25 ms more for 1.374 ms of transfer, 0.182 s per second of collective, on top of
+# TRANSFER_INTERFERENCE. The kernels hold their SMs for as long as the collective lasts, whatever the link
+# moves, so this part carries over to a slower link (the data-parallel reduce over InfiniBand); the transfer
+# part scales with the link's bytes per second (``nccl_interference``).
+NCCL_KERNEL_INTERFERENCE = (2.02 - 1.77) / (1.326 * _SCALE)
 
 
-def interfered_s(compute_s: float, transfer_s: float) -> float:
-    """Time of ``compute_s`` of work run beside a transfer of ``transfer_s``: it loses
-    ``TRANSFER_INTERFERENCE`` s per second the two run together (at most the whole compute)."""
-    return compute_s + TRANSFER_INTERFERENCE * min(compute_s, transfer_s)
+def interfered_s(compute_s: float, transfer_s: float, per_s: float = TRANSFER_INTERFERENCE) -> float:
+    """Time of ``compute_s`` of work run beside a transfer of ``transfer_s``: it loses ``per_s`` s per
+    second the two run together (``TRANSFER_INTERFERENCE`` for a copy-engine transfer over NVLink; at most
+    the whole compute)."""
+    return compute_s + per_s * min(compute_s, transfer_s)
+
+
+def nccl_interference(link_Bps: float) -> float:
+    """Seconds of compute lost per second an NCCL collective (kernels on the SMs) runs beside it over a
+    link moving ``link_Bps`` per device: the SMs its kernels hold plus the transfer's share of the memory
+    system, scaled from the measured NVLink rate (at most that rate's)."""
+    return NCCL_KERNEL_INTERFERENCE + TRANSFER_INTERFERENCE * min(1.0, link_Bps / MEASURED_TRANSFER_Bps)
 
 
 # How TE overlaps each collective (Transformer Engine ``initialize_ub``: methods "ring_exchange" for qkv_fprop,

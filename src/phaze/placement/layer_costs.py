@@ -96,7 +96,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.cost import op_latency_s
     from phaze.cost.gpu import gpu_gemm_latency_s
     from phaze.cost.gpu_framework import fp8_cast_s, kernel_bandwidth_fraction, megatron_vector_op
-    from phaze.cost.overlap import interfered_s, overlap_pairs, pipelined_overlap_s
+    from phaze.cost.overlap import interfered_s, nccl_interference, overlap_pairs, pipelined_overlap_s
     from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
 
     arch = accelerator.as_arrays()
@@ -125,8 +125,9 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         flash = [i for i, op in enumerate(graph.ops) if isinstance(op, Gemm) and is_flash(op)]
         attn = sum(lat[i] for i in flash)
         ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
-        # what the ring adds beyond the attention itself, which runs slower beside the transfer
-        extra += pipelined_overlap_s(interfered_s(attn, ring), ring, cp) - attn
+        # what the ring adds beyond the attention itself, which runs slower beside NCCL's send/receive kernels
+        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps)
+        extra += pipelined_overlap_s(interfered_s(attn, ring, per_s), ring, cp) - attn
     if not tp_overlap or tp <= 1:
         return float(sum(lat)) + extra
     pairs = overlap_pairs(graph)

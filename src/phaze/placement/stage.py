@@ -213,7 +213,18 @@ DDP_BUCKET_PARAMS = 40_000_000
 DDP_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
 
 
-def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s=0.0, fwd_s=0.0):
+def sync_interference(c: LayerCosts, topo: Topology) -> float:
+    """Seconds of compute lost per second of overlapped gradient sync: on a GPU (the sequential time
+    model) NCCL's kernels and transfer on the DP tier (``phaze.cost.overlap.nccl_interference``); a
+    designed chip's DMA engines are taken as free (0)."""
+    from phaze.cost.overlap import nccl_interference
+    if c.time_model != "sequential" or topo.dp <= 1:
+        return 0.0
+    return nccl_interference(topo.dp_tier.effective_bandwidth_Bps)
+
+
+def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s=0.0, fwd_s=0.0,
+                   interference: float = 0.0):
     """Part of the gradient synchronisation ``sync_s`` left exposed. Overlapped, the gradient reduce runs
     bucket by bucket as the last microbatch's backward produces them, so at least the last bucket (the
     stage's first layers, whose gradients come last) is exposed: max(reduce x bucket share, reduce - bwd).
@@ -222,7 +233,8 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s
     requires the distributed optimizer and ``overlap_grad_reduce``; NeMo's distributed optimizer sets both;
     "exposes only one DP communication chunk", NeMo / Megatron-Bridge docs, "Communication Overlap"):
     + max(gather x bucket share, gather - fwd). ``params``: the stage's parameters per device (0: no bucket
-    floor). Scalars or numpy arrays."""
+    floor). The compute the sync runs beside loses ``interference`` s per second of it (``sync_interference``).
+    Scalars or numpy arrays."""
     if not overlap:
         return sync_s
     bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
@@ -231,12 +243,15 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s
         g = float(gather_s)
         r = float(sync_s) - g
         out = max(0.0, share * r, r - float(bwd_s))
-        return out + (max(0.0, share * g, g - float(fwd_s)) if g > 0 else 0.0)
+        if g > 0:
+            out += max(0.0, share * g, g - float(fwd_s))
+        return out + interference * (float(sync_s) - out)
     p = np.asarray(params, dtype=float)
     share = np.where(p > 0, np.minimum(1.0, bucket / np.maximum(p, 1.0)), 0.0)
     g = np.asarray(gather_s, dtype=float)
     r = np.asarray(sync_s, dtype=float) - g
     out = np.maximum(0.0, np.maximum(share * r, r - bwd_s)) + np.maximum(0.0, np.maximum(share * g, g - fwd_s))
+    out = out + interference * (np.asarray(sync_s, dtype=float) - out)
     return float(out) if np.ndim(out) == 0 else out
 
 
