@@ -86,6 +86,10 @@ def nemo_runs():
         if "nemotron" in model["name"]:
             assumptions.append("squared-ReLU MLP modelled as 'gelu' (as published_runs.json does); layernorm1p as "
                                "layernorm; rotary on half of each head")
+        if tp > 1:
+            assumptions.append("userbuffers configuration: the table names none (no ub_tp_comm_overlap_cfg), so "
+                               "phaze's default nemo-gpt3-175b-h100 (NeMo's tuned GPT-3 175B H100 configuration) "
+                               "is kept; not established for these runs")
         if label.startswith("LLAMA3"):
             assumptions.append("context parallelism 2 (the table's CP); close to held_out_runs.json's Llama 3.1 "
                                "runs (same architecture, NeMo 24.09) -- not an independent model family")
@@ -94,7 +98,8 @@ def nemo_runs():
             "accelerator": "h100-80g", "cluster": "dgx-h100", "devices": gpus, "tp": tp, "pp": pp, "dp": dp,
             "cp": cp, "mbs": mbs, "global_batch": gbs, "interleave": vp, "recompute": recompute,
             "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "fp8",
-            "tp_comm_overlap": tp > 1, "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
+            "tp_comm_overlap": tp > 1, **({"tp_comm_overlap_config": "nemo-gpt3-175b-h100"} if tp > 1 else {}),
+            "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
             "conversion": f"T = GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tps} x {gpus}) = {t:.4f} s "
                           f"(tokens/s/GPU published to integer precision)",
             "assumptions": assumptions, "model": model})
@@ -132,7 +137,8 @@ def mlm_runs():
             "source": MLM_SRC, "accelerator": "h100-80g", "cluster": "dgx-h100", "devices": gpus, "tp": tp,
             "pp": pp, "dp": dp, "mbs": 1, "global_batch": batch, "interleave": 1, "recompute": "none",
             "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "bf16",
-            "tp_comm_overlap": tp > 1, "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
+            "tp_comm_overlap": tp > 1, **({"tp_comm_overlap_config": "te-default"} if tp > 1 else {}),
+            "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
             "conversion": f"T = F / (X x GPUs), F = 12 B s L h^2 (2 + s/h + 4 + V/(2 L h)) (Megatron-LM "
                           f"num_floating_point_operations at the commit) = {f:.4e} FLOP, X = {tflops} TFLOP/s "
                           f"=> {t:.4f} s",
@@ -144,7 +150,11 @@ def mlm_runs():
                 "--overlap-grad-reduce --overlap-param-gather (README) -> distributed optimizer (zero1) and "
                 "overlapped reduce; --tp-comm-overlap (README) with sequence parallelism when TP > 1",
                 "GPT architecture of Megatron's defaults: learned positions, LayerNorm, GELU, ffn 4h, biases, "
-                "dropout 0.1, tied embeddings"],
+                "dropout 0.1, tied embeddings"] + ([
+                "userbuffers configuration: --tp-comm-overlap without --tp-comm-overlap-cfg (the README names "
+                "none); Megatron-LM megatron/training/initialize.py _initialize_tp_communicators then passes "
+                "ub_cfgs = {} to Transformer Engine's initialize_ub, so TE's defaults apply (get_default_config, "
+                "the same in TE 1.8 to 1.12) -> te-default"] if tp > 1 else []),
             "model": model})
     return out
 

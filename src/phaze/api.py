@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import DIRECTIONS, LAYER_KINDS, RECOMPUTE_MODES, ModelConfig, TrainSetting
+from phaze.workload.config import (DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS, LAYER_KINDS, RECOMPUTE_MODES, ModelConfig,
+                                   TrainSetting)
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -300,6 +301,16 @@ DEFAULT_ATTENTION = "flash"
 DEFAULT_PRECISION = "bf16"
 
 
+def check_tp_overlap_config(name: str) -> str:
+    """The name of a packaged userbuffers configuration, else a one-line ConfigError listing them."""
+    from phaze.cost.overlap import ub_config_names
+
+    if name not in ub_config_names():
+        raise ConfigError(f"--tp-overlap-config: unknown userbuffers configuration {name!r}; use one of "
+                          f"{', '.join(ub_config_names())}")
+    return name
+
+
 def _runtime(attention: str, precision: str, memory_reserve_gib: float | None) -> float:
     """Check the runtime choices at the edge; the memory reserve in bytes."""
     from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES
@@ -326,16 +337,19 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          cluster=None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
          tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
-         cp_values=None):
+         cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
     ``memory_reserve_gib`` (default 3) is kept free on every device; ``cp_values`` (default: 1 only) the
-    context-parallel sizes to search."""
+    context-parallel sizes to search; ``tp_overlap_config`` the Transformer Engine userbuffers configuration
+    of the TP overlap (``phaze.cost.overlap.ub_config_names()``; not searched: it is how the framework is set
+    up)."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
     reserve = _runtime(attention, precision, memory_reserve_gib)
+    check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     kw = {}
@@ -359,7 +373,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
         kw["cp_values"] = cps
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
-                    overlap_dp=dp_overlap, memory_reserve_bytes=reserve, **kw)
+                    overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -367,10 +381,12 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   sequence_parallel: bool = False, zero1: bool = False, cluster=None,
                   seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
-                  memory_reserve_gib: float | None = None, cp: int = 1):
+                  memory_reserve_gib: float | None = None, cp: int = 1,
+                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
-    ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention)."""
+    ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention);
+    ``tp_overlap_config``: the userbuffers configuration of the TP overlap."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, Recompute, evaluate
 
@@ -378,6 +394,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                  interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib)
+    check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     if cp > 1 and attention != "flash":
@@ -395,7 +412,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                           "reduce-scatter pairs of sequence parallelism)")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
-                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp)
+                      precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp,
+                      tp_overlap_config=tp_overlap_config)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 

@@ -11,7 +11,7 @@ from phaze.validation import validate
 from phaze.validation.cases import RUNS_FILE, packaged_cases
 
 # |error| bounds actually achieved per group (mean, max), to catch regressions; the goal is 5% / 10%.
-ACHIEVED = {"SC21-T1": (3.6, 6.2), "NeMo": (5.8, 9.1)}
+ACHIEVED = {"SC21-T1": (3.6, 6.2), "NeMo": (4.8, 7.4)}
 RUNS_GOAL = (5.0, 10.0)  # mean, max |error| % over the 23 runs (issue 11)
 HELD_OUT_GOAL = (6.0, 12.0)  # mean, max |error| % on published runs the model was not built on (issue 11)
 
@@ -52,9 +52,11 @@ def test_time_error_per_group_within_achieved_bounds(report):
 
 
 def test_goal_on_the_23_runs(report):
-    """Met (4.81% mean / 9.01% max: SC21 3.53 / 6.10, NeMo 5.79 / 9.01) since the overlapped gradient sync is
-    charged the compute it takes from the GPU (NCCL's kernels on the SMs: phaze.cost.overlap.nccl_interference);
-    5.70 / 10.70 before (Nemotron-4 15B 7-11% too fast, now 5.7-9.0%)."""
+    """Met (4.21% mean / 7.31% max: SC21 3.53 / 6.10, NeMo 4.73 / 7.31) with each run's userbuffers
+    configuration (the Nemotron-4 15B runs on TE's defaults, 16 SMs per pipelined / bulk overlap: -3.9..-7.3%,
+    were -5.7..-9.0% on NeMo's GPT-3 175B configuration); 4.81 / 9.01 before that, since the overlapped gradient
+    sync is charged the compute it takes from the GPU (phaze.cost.overlap.nccl_interference); 5.70 / 10.70
+    before that (Nemotron-4 15B 7-11% too fast)."""
     assert report.time_mean_abs_pct <= RUNS_GOAL[0] and report.time_max_abs_pct <= RUNS_GOAL[1]
 
 
@@ -74,14 +76,16 @@ def test_held_out_runs_are_separate_and_reported():
 
 
 def test_goal_on_the_first_held_out_set():
-    """Met (3.75% mean / 10.62% max) with NCCL's kernels charged beside the overlapped DP sync and the CP ring
+    """Met (3.78% mean / 10.54% max) with each run's userbuffers configuration (dgxc-benchmarking's Llama 3.1
+    70B / 405B ub_tp_comm_overlap_cfg; 70B runs +0.1 point, 405B -0.6..-0.8); 3.75 / 10.62 before that, with
+    NCCL's kernels charged beside the overlapped DP sync and the CP ring
     (phaze.cost.overlap.nccl_interference); 4.09 / 10.97 with only the transfer interference of overlapped NVLink
     collectives, 5.01 / 12.40 before that, 4.61 / 9.06 before the DP-sync pass."""
     rep = validate("held-out")
     assert rep.time_mean_abs_pct <= HELD_OUT_GOAL[0] and rep.time_max_abs_pct <= HELD_OUT_GOAL[1]
 
 
-HELD_OUT_ACHIEVED = (2.5, 10.7)  # BF16 group mean, overall max |error| % today
+HELD_OUT_ACHIEVED = (2.7, 10.6)  # BF16 group mean, overall max |error| % today
 
 
 @pytest.fixture(scope="module")
@@ -108,17 +112,19 @@ def test_second_held_out_set_within_the_figures_reported(held_out_2):
     measured bandwidth; 12.74 / 24.81 with the transfer interference of overlapped NVLink collectives (Megatron-LM
     32B, already predicted too slow, moved from +21.9% to +24.8%); 12.61 / 24.81 with Megatron's attention kernels
     on A100 at their measured bandwidth (MT-NLG); 11.79 / 29.23 with NCCL's kernels charged beside the overlapped
-    DP sync (Megatron-LM 32B, too slow, +24.8% -> +29.2%; the NeMo FP8 and the other Megatron-LM runs closer). These
-    bounds only catch regressions."""
+    DP sync (Megatron-LM 32B, too slow, +24.8% -> +29.2%; the NeMo FP8 and the other Megatron-LM runs closer);
+    11.87 / 30.87 with each run's userbuffers configuration (the Megatron-LM runs pass no --tp-comm-overlap-cfg,
+    so TE's defaults: 7.1B -14.1% -> -12.3%, 16B +1.2% -> +2.8%, 32B +29.2% -> +30.9%; the NeMo 24.07 table names
+    none, the default kept). These bounds only catch regressions."""
     groups = {g.group: g for g in held_out_2.groups}
     assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
-    assert held_out_2.time_mean_abs_pct <= 11.8 and held_out_2.time_max_abs_pct <= 29.3
+    assert held_out_2.time_mean_abs_pct <= 11.9 and held_out_2.time_max_abs_pct <= 30.9
     assert sum(r.fits for r in held_out_2.time) >= 16
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 11.79% mean / 29.23% max after the changes "
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 11.87% mean / 30.87% max after the changes "
                                       "since its first evaluation (NeMo 24.07 FP8 8.00 / 21.08, Megatron-Core H100 "
-                                      "15.94 / 29.23, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
+                                      "16.31 / 30.87, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):
     assert held_out_2.time_mean_abs_pct <= HELD_OUT_GOAL[0] and held_out_2.time_max_abs_pct <= HELD_OUT_GOAL[1]

@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from phaze.errors import PhazeError
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +58,11 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tp-overlap", action="store_true",
                    help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
                         "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
+    p.add_argument("--tp-overlap-config", default=DEFAULT_TP_OVERLAP_CONFIG, metavar="NAME",
+                   help="the userbuffers configuration of --tp-overlap: which TE method and how many SMs each "
+                        "overlap uses, as the framework was set up (not searched); te-default for runs that name "
+                        "none; names and sources in phaze/cost/data/tp_overlap_configs.json "
+                        f"(default: {DEFAULT_TP_OVERLAP_CONFIG})")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
                         "--zero1 the parameter all-gather with the next forward (default: off)")

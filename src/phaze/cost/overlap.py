@@ -11,38 +11,54 @@ which TE implements). Hence what can and cannot hide:
 
 for the ring-exchange all-gathers (one GEMM chunk is never overlapped: the first shard is local), and a
 collective longer than its GEMM stays exposed for the difference. The forward reduce-scatters are TE's
-"pipeline" method (``split_rs_overlap_s``): the GEMM in 4 chunks along its output features, the
-reduce-scatter of chunk i beside chunk i+1, the last chunk's reduce-scatter exposed. The backward's "bulk"
+"pipeline" method in most configurations (``split_rs_overlap_s``): the GEMM in num_splits chunks (4 in every
+configuration here) along its output features, the reduce-scatter of chunk i beside chunk i+1, the last
+chunk's reduce-scatter exposed; or a ring exchange (below). The backward's "bulk"
 overlaps run the collective beside the whole (independent) GEMM: max(gemm, comm). (Timing each chunk with the
 tile/wave model at its own shape was tried and rejected: without Hopper's stream-K kernels it charges the
 small chunks whole waves and put the GPT-3 175B runs 11% too slow; a chunk is gemm / chunks.) Collectives with no GEMM neighbour (the embedding's reduce-scatter, the
 loss's small all-reduces) are not overlapped.
 
 The overlap is not free: the reduce-scatters and the bulk all-gathers run as kernels on some of the SMs
-while the GEMM runs on the rest (ring-exchange all-gathers use the copy engines). The GEMM then runs at
-(SMs - comm SMs) / SMs of its speed: ``UB_COMM_SMS`` per collective, from the userbuffers configuration
-NeMo ships for H100 (``ub_tp_comm_overlap_cfg`` in github NVIDIA/dgxc-benchmarking
-nemo_megatron/gpt3_175b_hydra.yaml: proj_fprop pipeline 24 SMs, fc2_fprop pipeline 20, qkv_wgrad bulk 8,
-fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, the ring exchanges 0). And even where no SM is given up,
+while the GEMM runs on the rest (ring-exchange transfers use the copy engines). The GEMM then runs at
+(SMs - comm SMs) / SMs of its speed (``comm_sm_slowdown``). Which method each overlap uses and how many SMs
+its kernel holds is the run's userbuffers configuration (``UbConfig``), one of the named configurations of
+``data/tp_overlap_configs.json`` with its source: by default NeMo's tuned GPT-3 175B H100 configuration
+(github NVIDIA/dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml: proj_fprop pipeline 24 SMs, fc2_fprop
+pipeline 20, qkv_wgrad bulk 8, fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, ring exchanges on the
+copy engines), "te-default" for runs that name none (Transformer Engine's own defaults: 16 SMs per pipeline
+and bulk overlap). A ring exchange charges no SM: with ``use_ce`` (TE's default, set by none of these
+configurations) ``userbuffers_send`` moves each chunk with ``cudaMemcpyAsync`` and launches its signalling
+kernel on one thread block (TE v1.12 userbuffers/userbuffers.cu, ``SETUP_LAUNCH_CONFIG(signalonly ? 1 :
+comm->sms, ...)``); only when the configuration sets ``set_sm_margin`` is the GEMM launched on SMs - num_sm
+(comm_gemm_overlap.h ``_math_sms``), and then those SMs are charged. For pipeline and bulk overlaps num_sm is
+charged over the whole GEMM whether or not ``set_sm_margin`` is set (without the margin the GEMM is launched
+on all SMs and loses them only while the communication kernel runs: not modelled, an upper bound on the
+loss). And even where no SM is given up,
 the transfer is not free (``interfered_s``): while an NVLink collective moves data beside a GEMM, the two share
 the L2, the HBM and the power budget, and the GEMM runs slower for as long as the transfer lasts.
+
+A reduce-scatter run as a ring exchange (NeMo 2.0's FP8 recipes put proj_fprop / fc2_fprop there) is TE's
+``UbufP2PCommOverlap::split_overlap_rs`` (TE v1.12 pytorch/csrc/comm_gemm_overlap.h): the GEMM in t chunks
+along the tokens, chunk i computing the partial sums of the rows rank (rank + i + 1) mod t owns; once chunk
+i is done its partial result is sent to its owner (copy engine, one send stream), while chunk i + 1 computes;
+the last chunk is the rank's own rows and is not sent; then the main stream waits for every chunk and send
+and sums the t partial shards (``torch::sum_out``, or ``reduce_fp8_in_bf16_out``). Timed as
+(``ring_rs_overlap_s``): c + (t - 1) max(c, r) + the sum, c = GEMM / t, r = comm / (t - 1) (each send is one
+shard, the t - 1 sends together move what the ring reduce-scatter moves), the sum reading t shards and
+writing one at the achievable HBM bandwidth (``ring_rs_reduce_s``).
 """
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from phaze.errors import ConfigError
 from phaze.units import MiB
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 from phaze.workload.ops import Collective, Gemm, LayerGraph
-
-
-# SMs the communication kernel of each overlapped TP collective occupies (module docstring; by the name of
-# the collective in phaze.workload.graphs / autodiff; absent = a ring exchange on the copy engines, 0 SMs)
-UB_COMM_SMS = {
-    "attn.reduce_scatter": 24,  # proj_fprop, pipeline
-    "mlp.reduce_scatter": 20,  # fc2_fprop, pipeline
-    "qkv.all_gather.bwd": 8,  # the dgrad's reduce-scatter behind the wgrad: qkv_wgrad, bulk
-    "fc1.all_gather.bwd": 4,  # fc1_wgrad, bulk
-    "qkv.input_all_gather": 4,  # the input re-gathered for the wgrad, behind the dgrad: qkv_dgrad, bulk
-    "fc1.input_all_gather": 2,  # fc1_dgrad, bulk
-}
 
 
 # Seconds a GEMM loses per second an NVLink collective runs beside it, even when the transfer holds no SM.
@@ -55,7 +71,7 @@ UB_COMM_SMS = {
 # measurement the GEMM takes 1.586 ms and the all-gather 1.374 ms; a free overlap would take the longer, 1.586
 # ms, and the measured 1.77 ms is 0.184 ms more: 0.134 s per second of transfer. (The same run with NCCL's
 # kernels on SMs took 2.02 ms: NCCL_KERNEL_INTERFERENCE below; Transformer Engine's own overlap kernels hold
-# the SMs of UB_COMM_SMS instead.) Measured on H100 only and applied to every NVLink transfer that overlaps
+# the SMs of their userbuffers configuration instead.) Measured on H100 only and applied to every NVLink transfer that overlaps
 # compute: the TP collectives and, through nccl_interference, the context-parallel K/V ring and the overlapped
 # DP sync (scaled to its link's rate), on A100 too (no A100 figure).
 _SCALE = 2.96 / (1.531 + 1.326)
@@ -85,21 +101,111 @@ def nccl_interference(link_Bps: float) -> float:
     return NCCL_KERNEL_INTERFERENCE + TRANSFER_INTERFERENCE * min(1.0, link_Bps / MEASURED_TRANSFER_Bps)
 
 
-# How TE overlaps each collective (Transformer Engine ``initialize_ub``: methods "ring_exchange" for qkv_fprop,
-# fc1_fprop, proj_dgrad, fc2_dgrad; "pipeline" for proj_fprop, fc2_fprop; "bulk" for qkv/fc1 dgrad and wgrad),
-# by the name of the collective here.
-UB_PIPELINE = ("attn.reduce_scatter", "mlp.reduce_scatter")
-UB_BULK = ("qkv.all_gather.bwd", "fc1.all_gather.bwd", "qkv.input_all_gather", "fc1.input_all_gather")
-# Chunks of a "pipeline" overlap: TE's default num_splits for that method is 4 (``get_default_config``), and
-# NeMo's H100 configuration sets num_splits 4 for proj_fprop and fc2_fprop too; a ring exchange takes t chunks.
-UB_PIPELINE_SPLITS = 4
+# TE's ten userbuffers overlaps by the name of the TP collective they move here (phaze.workload.graphs, the
+# backward's from phaze.workload.autodiff; TE v1.12 module/base.py initialize_ub names them by the GEMM the
+# collective overlaps). The forward's ring-exchange all-gathers and the backward's all-gathers of the output
+# gradient: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad; the forward's reduce-scatters: proj_fprop, fc2_fprop;
+# the backward's bulk overlaps: the dgrad's reduce-scatter (qkv_wgrad, fc1_wgrad: it runs beside the wgrad
+# GEMM) and the input re-gathered for the wgrad (qkv_dgrad, fc1_dgrad: beside the dgrad GEMM). A recomputed
+# forward (``recompute.<name>``) runs through the same TE modules, so through the same userbuffers.
+TE_OVERLAP_OF = {
+    "qkv.all_gather": "qkv_fprop", "fc1.all_gather": "fc1_fprop",
+    "attn.reduce_scatter.bwd": "proj_dgrad", "mlp.reduce_scatter.bwd": "fc2_dgrad",
+    "attn.reduce_scatter": "proj_fprop", "mlp.reduce_scatter": "fc2_fprop",
+    "qkv.input_all_gather": "qkv_dgrad", "qkv.all_gather.bwd": "qkv_wgrad",
+    "fc1.input_all_gather": "fc1_dgrad", "fc1.all_gather.bwd": "fc1_wgrad",
+}
+TE_OVERLAPS = tuple(TE_OVERLAP_OF.values())
+# the methods TE (and phaze) allow per overlap: the all-gathers of the forward / of the output gradient only as
+# ring exchanges; the forward's reduce-scatters as pipeline or ring exchange (TE refuses "pipeline" for an
+# all-gather, ``add_ub``); the backward's bulk overlaps as bulk (TE's non-bulk dgrad overlap replaces the
+# wgrad's, a different graph, not modelled)
+_METHODS = {"qkv_fprop": ("ring_exchange",), "fc1_fprop": ("ring_exchange",), "proj_dgrad": ("ring_exchange",),
+            "fc2_dgrad": ("ring_exchange",), "proj_fprop": ("pipeline", "ring_exchange"),
+            "fc2_fprop": ("pipeline", "ring_exchange"), "qkv_dgrad": ("bulk",), "qkv_wgrad": ("bulk",),
+            "fc1_dgrad": ("bulk",), "fc1_wgrad": ("bulk",)}
 
 
-def overlap_method(collective_name: str) -> str:
-    """"pipeline", "bulk" or "ring_exchange": how Transformer Engine overlaps this TP collective."""
-    if collective_name in UB_PIPELINE:
-        return "pipeline"
-    return "bulk" if collective_name in UB_BULK else "ring_exchange"
+@dataclass(frozen=True)
+class UbOverlap:
+    """One userbuffers overlap: TE's method, the SMs of its communication kernel (or the GEMM's SM margin),
+    the GEMM chunks of a pipeline overlap (None: a ring exchange runs t chunks, bulk the whole GEMM), and
+    whether the GEMM is launched on the SMs the communication leaves."""
+
+    method: str
+    num_sm: int
+    num_splits: int | None = None
+    set_sm_margin: bool = False
+
+    @property
+    def charged_sms(self) -> int:
+        """SMs the GEMM beside this overlap loses (module docstring): a ring exchange only its SM margin."""
+        if self.method == "ring_exchange":
+            return self.num_sm if self.set_sm_margin else 0
+        return self.num_sm
+
+
+@dataclass(frozen=True)
+class UbConfig:
+    """A named userbuffers configuration: ``overlaps`` as (TE name, UbOverlap) for TE's ten overlaps."""
+
+    name: str
+    source: str
+    overlaps: tuple[tuple[str, UbOverlap], ...]
+
+    def of(self, collective_name: str) -> UbOverlap | None:
+        """The overlap that moves this TP collective (None: not one of TE's ten, e.g. the LM head's)."""
+        te = TE_OVERLAP_OF.get(collective_name.removeprefix("recompute."))
+        return dict(self.overlaps).get(te) if te else None
+
+
+def _parse_config(name: str, raw: dict) -> UbConfig:
+    got = raw.get("overlaps", {})
+    if sorted(got) != sorted(TE_OVERLAPS):
+        raise ConfigError(f"userbuffers configuration {name!r}: needs exactly the overlaps {', '.join(TE_OVERLAPS)}")
+    out = []
+    for te in TE_OVERLAPS:
+        o = got[te]
+        ov = UbOverlap(method=o["method"], num_sm=int(o["num_sm"]),
+                       num_splits=None if o.get("num_splits") is None else int(o["num_splits"]),
+                       set_sm_margin=bool(o.get("set_sm_margin", False)))
+        if ov.method not in _METHODS[te]:
+            raise ConfigError(f"userbuffers configuration {name!r}: {te} cannot be {ov.method!r}; "
+                              f"use {' or '.join(_METHODS[te])}")
+        if ov.num_sm < 0 or (ov.method == "pipeline" and (ov.num_splits or 0) < 1):
+            raise ConfigError(f"userbuffers configuration {name!r}: {te} needs num_sm >= 0 and, as a pipeline, "
+                              f"num_splits >= 1")
+        out.append((te, ov))
+    return UbConfig(name=name, source=str(raw.get("source", "")), overlaps=tuple(out))
+
+
+@lru_cache(maxsize=1)
+def _configs() -> dict[str, UbConfig]:
+    raw = json.loads(resources.files("phaze.cost").joinpath("data", "tp_overlap_configs.json").read_text())
+    return {name: _parse_config(name, c) for name, c in raw["configs"].items()}
+
+
+def ub_config_names() -> tuple[str, ...]:
+    """The named userbuffers configurations (``--tp-overlap-config``), the default first."""
+    names = sorted(_configs())
+    return (DEFAULT_TP_OVERLAP_CONFIG, *[n for n in names if n != DEFAULT_TP_OVERLAP_CONFIG])
+
+
+def get_ub_config(name: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> UbConfig:
+    """The named userbuffers configuration; ConfigError (one line, the known names) for an unknown one."""
+    if isinstance(name, UbConfig):
+        return name
+    hit = _configs().get(name)
+    if hit is None:
+        raise ConfigError(f"unknown TP-overlap configuration {name!r}; use one of {', '.join(ub_config_names())}")
+    return hit
+
+
+def overlap_method(collective_name: str, config: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> str:
+    """"pipeline", "bulk" or "ring_exchange": how Transformer Engine overlaps this TP collective under
+    ``config`` (a collective outside TE's ten overlaps: "ring_exchange", as a GEMM in t chunks)."""
+    ov = get_ub_config(config).of(collective_name)
+    return ov.method if ov else "ring_exchange"
 
 
 def split_rs_overlap_s(chunk_s: float, comm_s: float, splits: int) -> float:
@@ -112,10 +218,29 @@ def split_rs_overlap_s(chunk_s: float, comm_s: float, splits: int) -> float:
     return chunk_s + (splits - 1) * max(chunk_s, r) + r
 
 
-def comm_sm_slowdown(collective_names, sms: int) -> float:
-    """Factor on a GEMM's time while the named collectives' kernels hold their SMs (``UB_COMM_SMS``)."""
-    busy = sum(UB_COMM_SMS.get(n, 0) for n in collective_names)
+def comm_sm_slowdown(collective_names, sms: int, config: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> float:
+    """Factor on a GEMM's time while the named collectives' overlaps hold their SMs (``UbOverlap.charged_sms``
+    under ``config``): sms / (sms - held)."""
+    cfg = get_ub_config(config)
+    busy = sum(ov.charged_sms for ov in (cfg.of(n) for n in collective_names) if ov is not None)
     return sms / max(1, sms - busy)
+
+
+def ring_rs_reduce_s(nbytes: float, group_size: int, memory_Bps: float, overhead_s: float = 0.0) -> float:
+    """The sum that ends a ring-exchange reduce-scatter: ``group_size`` partial shards of the ``nbytes`` buffer
+    (the collective's full, unsharded size) read, one shard written, at ``memory_Bps``."""
+    if group_size <= 1 or nbytes <= 0:
+        return 0.0
+    return (nbytes + nbytes / group_size) / memory_Bps + overhead_s
+
+
+def ring_rs_overlap_s(gemm_s: float, comm_s: float, group_size: int, reduce_s: float = 0.0) -> float:
+    """A GEMM of ``gemm_s`` run as TE's ring-exchange reduce-scatter over ``group_size`` ranks (module
+    docstring): t chunks, each finished chunk's partial result sent (``comm_s`` / (t - 1) each) while the next
+    computes, the last chunk kept, then the sum of the partial shards: c + (t - 1) max(c, r) + ``reduce_s``."""
+    if group_size <= 1:
+        return gemm_s + comm_s
+    return pipelined_overlap_s(gemm_s, comm_s, group_size) + reduce_s
 
 
 def pipelined_overlap_s(gemm_s: float, comm_s: float, chunks: int) -> float:

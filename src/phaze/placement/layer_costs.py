@@ -22,7 +22,7 @@ from typing import Literal
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, TrainSetting
 
 TimeModel = Literal["auto", "scheduled", "sequential"]
 LAYER_KINDS = ("embedding", "block", "head")
@@ -86,9 +86,12 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
 
 
 def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
-                       tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None) -> float:
+                       tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None,
+                       tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG) -> float:
     """Every op on all cores of its kind, one after another (plus the framework's extra kernels:
-    ``phaze.cost.gpu_framework``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP all-gather / reduce-scatter hides behind its GEMM, ``phaze.cost.overlap``).
+    ``phaze.cost.gpu_framework``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP
+    all-gather / reduce-scatter hides behind its GEMM as the userbuffers configuration ``tp_overlap_config``
+    says, ``phaze.cost.overlap``).
     With context parallelism the K/V ring (``cp_bytes`` on ``cp_tier``) overlaps the flash-attention GEMMs
     in ``cp`` steps, the same pipelined form."""
     import numpy as np
@@ -134,19 +137,26 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     hidden = {c for cs in pairs.values() for c in cs}
     total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
     from phaze.cost.gpu import TENSOR_CORES_PER_SM
-    from phaze.cost.overlap import UB_PIPELINE_SPLITS, comm_sm_slowdown, overlap_method, split_rs_overlap_s
+    from phaze.cost.overlap import comm_sm_slowdown, get_ub_config, ring_rs_overlap_s, ring_rs_reduce_s, split_rs_overlap_s
     sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
+    cfg = get_ub_config(tp_overlap_config)
 
     for g, cs in pairs.items():
         names = [graph.ops[c].name for c in cs]
         comm = sum(lat[c] for c in cs)
         # the GEMM loses the SMs the communication kernels hold and runs slower beside the transfer
-        gemm_s = interfered_s(lat[g] * comm_sm_slowdown(names, sms), comm)
-        method = overlap_method(names[0])
-        if method == "pipeline":  # split along the output features, the last chunk's reduce-scatter exposed
-            n = UB_PIPELINE_SPLITS
+        gemm_s = interfered_s(lat[g] * comm_sm_slowdown(names, sms, cfg), comm)
+        ov = cfg.of(names[0])
+        if ov is not None and ov.method == "pipeline":  # split along the output features, the last chunk's RS exposed
+            n = ov.num_splits
             total += split_rs_overlap_s(gemm_s / n, comm, n)
-        elif method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
+        elif ov is not None and ov.method == "ring_exchange" and graph.ops[cs[0]].kind == "reduce_scatter":
+            # t chunks, each chunk's partial sums sent to their owner, then the sum of the t partial shards
+            red = ring_rs_reduce_s(sum(graph.ops[c].bytes for c in cs), tp,
+                                   accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency,
+                                   accelerator.op_overhead_s)
+            total += ring_rs_overlap_s(gemm_s, comm, tp, red)
+        elif ov is None or ov.method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
             total += pipelined_overlap_s(gemm_s, comm, tp)
         else:  # bulk: the collective runs beside the whole GEMM
             total += max(gemm_s, comm)
@@ -200,7 +210,7 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
             if tm == "sequential":
                 cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
                 times[(kind, direction)] = _sequential_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
-                                                              setting.cp, cpb, cp_tier)
+                                                              setting.cp, cpb, cp_tier, setting.tp_overlap_config)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
@@ -256,11 +266,15 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
                 recompute: str, seq_len: int | None = None, *, attention: str = "standard",
-                precision: str = "fp16", tp_overlap: bool = False, cp: int = 1) -> TrainSetting:
+                precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
+                tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG) -> TrainSetting:
+    """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
+    configuration only where it overlaps (else the default: one cache entry for the same costs)."""
     sp = bool(sequence_parallel and tp > 1)
+    ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
                         sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
-                        tp_overlap=bool(tp_overlap and sp), cp=cp)
+                        tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

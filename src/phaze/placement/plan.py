@@ -12,7 +12,7 @@ from typing import Iterable, Mapping
 
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
+from phaze.workload.config import ATTENTION_KINDS, DEFAULT_TP_OVERLAP_CONFIG, PRECISIONS
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,8 @@ class Plan:
 
     Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
     time model), ``precision`` (fp16 / bf16 / fp8 GEMMs of the linear layers), ``tp_overlap`` (TP
-    collectives overlapped with their GEMMs; needs sequence parallelism), ``dp_overlap`` (the gradient
+    collectives overlapped with their GEMMs; needs sequence parallelism; ``tp_overlap_config`` names the
+    Transformer Engine userbuffers configuration it runs with, ``phaze.cost.overlap``), ``dp_overlap`` (the gradient
     reduce overlapped with the last backward, bucketed; with ZeRO-1 also the parameter all-gather with the
     next step's first forward, as Megatron-Core's ``overlap_param_gather``), ``cp`` (context parallelism: each sequence split
     over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp).
@@ -47,8 +48,11 @@ class Plan:
     tp_overlap: bool = False
     dp_overlap: bool = False
     cp: int = 1
+    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
 
     def __post_init__(self) -> None:
+        from phaze.cost.overlap import get_ub_config
+        get_ub_config(self.tp_overlap_config)  # ConfigError naming the known configurations
         if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
             raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
         if self.cp > 1 and self.attention != "flash":
@@ -132,6 +136,8 @@ class Plan:
             s += f" {self.precision}"
         if self.tp_overlap and self.tp > 1:
             s += " tp-overlap"
+            if self.tp_overlap_config != DEFAULT_TP_OVERLAP_CONFIG:
+                s += f"={self.tp_overlap_config}"
         if self.dp_overlap and self.dp > 1:
             s += " dp-overlap"
         return s
@@ -142,7 +148,8 @@ class Plan:
                 "recompute": self.recompute.to_json(),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
-                "tp_overlap": self.tp_overlap, "dp_overlap": self.dp_overlap, "cp": self.cp,
+                "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
+                "dp_overlap": self.dp_overlap, "cp": self.cp,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

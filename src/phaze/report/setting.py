@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from phaze.units import GiB, MiB
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 
 
 
@@ -87,7 +88,8 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
     att = {"flash": "flash (fused kernel, no score matrix stored; selective recompute = none)",
            "standard": "standard (the score matrix is stored for the backward)"}[rt["attention"]]
     return [("attention", att), ("precision", rt["precision"]),
-            ("TP overlap", "on: TP collectives overlap their GEMMs (plans with sequence parallelism)"
+            ("TP overlap", f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
+                           f"configuration {rt.get('tp_overlap_config', DEFAULT_TP_OVERLAP_CONFIG)}"
              if rt["tp_overlap"] else "off: TP collectives block"),
             ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
              if rt["dp_overlap"]

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ModelConfig
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -119,6 +119,7 @@ class TimeCase:
     recompute: str = ""  # explicit (recompute, sequence_parallel); empty: from ``mode`` (MODES)
     sequence_parallel: bool = False
     cp: int = 1  # context parallelism
+    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.overlap)
 
     @property
     def label(self) -> str:

@@ -9,6 +9,7 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "cluster": "dgx-a100", "devices": 32, "tp": 1, "pp": 1, "dp": 32, "mbs": 16, "global_batch": 512,
     "interleave": 1, "recompute": "full", "sequence_parallel": false, "zero1": false,
     "attention": "standard", "precision": "fp16", "tp_comm_overlap": false, "overlap_grad_reduce": false,
+    "tp_comm_overlap_config": "te-default" (optional: the userbuffers configuration, default nemo-gpt3-175b-h100),
     "measured_iteration_time_s": 3.528, "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
 """
@@ -19,7 +20,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ModelConfig, RecomputeMode
+from phaze.cost.overlap import ub_config_names
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, RecomputeMode
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 
@@ -45,6 +47,9 @@ class _Run(BaseModel):
     attention: Literal["standard", "flash"]
     precision: Literal["fp16", "bf16", "fp8"]
     tp_comm_overlap: bool
+    # the run's Transformer Engine userbuffers configuration (a name of phaze.cost.overlap.ub_config_names());
+    # the evidence for it goes into the run's source / assumptions
+    tp_comm_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     overlap_grad_reduce: bool
     measured_iteration_time_s: Annotated[float, Field(gt=0)]
     conversion: str = ""
@@ -78,6 +83,9 @@ def runs_from_mapping(data: Any, source: str):
             raise ConfigError(f"{where}: devices {r.devices} != tp x pp x cp x dp = {r.tp * r.pp * r.dp * r.cp}")
         if r.global_batch % (r.mbs * r.dp):
             raise ConfigError(f"{where}: global_batch {r.global_batch} is not a multiple of mbs x dp = {r.mbs * r.dp}")
+        if r.tp_comm_overlap_config not in ub_config_names():
+            raise ConfigError(f"{where}: unknown tp_comm_overlap_config {r.tp_comm_overlap_config!r}; use one of "
+                              f"{', '.join(ub_config_names())}")
         try:
             model = ModelConfig(**r.model)
         except TypeError as err:
@@ -89,6 +97,7 @@ def runs_from_mapping(data: Any, source: str):
                             r.cluster, group=r.group, name=r.case, zero1=r.zero1, attention=r.attention,
                             precision=r.precision, tp_overlap=r.tp_comm_overlap and r.sequence_parallel,
                             dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
-                            sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp))
+                            sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp,
+                            tp_overlap_config=r.tp_comm_overlap_config))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

@@ -19,6 +19,9 @@ ATTENTION_KINDS: tuple[str, ...] = ("standard", "flash")
 # Number formats of the GEMMs: fp16 and bf16 run at the same tensor-core rate; fp8 (Transformer Engine)
 # runs the block's linear-layer GEMMs in 8-bit on chips with FP8 tensor cores.
 PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8")
+# The Transformer Engine userbuffers configuration a TP-overlapped run uses unless it names another (the named
+# configurations and their sources: phaze/cost/data/tp_overlap_configs.json, read by phaze.cost.overlap).
+DEFAULT_TP_OVERLAP_CONFIG = "nemo-gpt3-175b-h100"
 
 
 @dataclass(frozen=True)
@@ -175,6 +178,8 @@ class TrainSetting:
     precision: str = "fp16"
     tp_overlap: bool = False
     cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
+    # which userbuffers configuration the overlap runs with (a name of phaze.cost.overlap.ub_config_names())
+    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
 
     def __post_init__(self) -> None:
         for field in ("microbatch_size", "seq_len", "tp", "cp"):
@@ -196,6 +201,9 @@ class TrainSetting:
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
+        if not isinstance(self.tp_overlap_config, str) or not self.tp_overlap_config:
+            raise ConfigError(f"tp_overlap_config must be the name of a userbuffers configuration, "
+                              f"got {self.tp_overlap_config!r}")
 
     @property
     def local_seq_len(self) -> int:
