@@ -5,7 +5,6 @@ import argparse
 import sys
 
 from phaze.errors import PhazeError
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,6 +38,7 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
+    from phaze.api import DEFAULT_TP_OVERLAP_CONFIG
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
