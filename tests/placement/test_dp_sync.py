@@ -66,7 +66,8 @@ def test_evaluate_charges_the_zero1_sync_as_reduce_scatter_behind_bwd_and_gather
     # the hidden rest slows the compute beside it: NCCL's kernels on the SMs plus the InfiniBand transfer's
     # share of the memory system (the NVLink measurement scaled by 45 / 342 GB/s)
     k = 0.182 + 0.134 * tier.effective_bandwidth_Bps / 342e9
-    assert st.sync_interference(ev_costs(plan, model, cluster), st.Topology.of(cluster, 4, 32, 8)) == \
+    hbm_Bps = get_accelerator("h100-80g").hbm_bandwidth_Bps * 0.90
+    assert st.sync_interference(ev_costs(plan, model, cluster), st.Topology.of(cluster, 4, 32, 8), hbm_Bps) == \
         pytest.approx(k, rel=2e-3)
     assert s.dp_exposed_s == pytest.approx(exposed + k * (rs + ag - exposed), rel=1e-3)
     assert exposed < s.dp_exposed_s < max(share * (rs + ag), rs + ag - s.bwd_s)  # less than hiding both behind bwd
@@ -88,13 +89,23 @@ def test_overlapped_sync_costs_the_compute_beside_it_hand_case():
     assert arr == pytest.approx([0.7, 0.1 + 0.25 * 0.9])
 
 
-def test_designed_chips_and_single_replicas_pay_no_sync_interference():
+def test_designed_chips_pay_the_memory_share_and_single_replicas_nothing():
+    """A designed chip's DMA holds no compute, but the bytes it moves go through HBM: the transfer part only,
+    scaled to that chip's memory bandwidth. No data parallelism, no sync, nothing lost."""
+    from phaze.cost.overlap import transfer_interference
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-h100", 1024)
     plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, sequence_parallel=True, zero1=True)
     from phaze.placement.evaluation import plan_costs
-    chip = plan_costs(plan, model, get_accelerator("tpuv4-like"), cluster)[plan.recompute_of(0)]
+    acc = get_accelerator("tpuv4-like")
+    chip = plan_costs(plan, model, acc, cluster)[plan.recompute_of(0)]
     assert chip.time_model == "scheduled"
-    assert st.sync_interference(chip, st.Topology.of(cluster, 4, 32, 8)) == 0.0
+    topo = st.Topology.of(cluster, 4, 32, 8)
+    hbm_Bps = acc.hbm_bandwidth_Bps * acc.memory_efficiency
+    k = st.sync_interference(chip, topo, hbm_Bps)
+    assert k == transfer_interference(topo.dp_tier.effective_bandwidth_Bps, hbm_Bps)
+    # by hand: two NDR NICs (90 GB/s) beside 1.2 TB/s take 7.5% of it, against 342 / 3015 = 11.3% measured
+    assert k == pytest.approx(0.134 * (90 / 1200) / (342 / 3015), rel=3e-3)
     gpu = ev_costs(plan, model, cluster)
-    assert st.sync_interference(gpu, st.Topology.of(cluster, 4, 1, 8)) == 0.0
+    assert st.sync_interference(gpu, topo, hbm_Bps) == pytest.approx(0.182 + k, rel=2e-3)
+    assert st.sync_interference(gpu, st.Topology.of(cluster, 4, 1, 8), hbm_Bps) == 0.0

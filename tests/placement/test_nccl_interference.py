@@ -4,8 +4,10 @@ import pytest
 
 from phaze.cost import op_latency_s
 from phaze.cost.gpu import gpu_gemm_latency_s
-from phaze.cost.overlap import (MEASURED_TRANSFER_Bps, NCCL_KERNEL_INTERFERENCE, TRANSFER_INTERFERENCE,
-                                interfered_s, nccl_interference)
+from phaze.cost.overlap import (MEASURED_HBM_Bps, MEASURED_TRANSFER_Bps, NCCL_KERNEL_INTERFERENCE,
+                                TRANSFER_INTERFERENCE, interfered_s, nccl_interference, transfer_interference)
+
+H100_HBM_Bps = 3.35e12 * 0.90  # the preset's achievable HBM bandwidth
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.workload.ops import Collective, Gemm
 
@@ -24,7 +26,9 @@ def test_nccl_kernels_reproduce_the_h100_measurement_with_kernels_on_the_sms():
     default kernels (1.77 ms on copy engines, 2.96 ms in sequence). With both interference terms the overlap
     formula returns 2.02 ms; by hand 0.25 / 1.3739 = 0.182 s per second of collective."""
     g, c = _pieces_scaled_to_the_measured_sequence()
-    assert interfered_s(g, c, nccl_interference(MEASURED_TRANSFER_Bps)) == pytest.approx(2.02e-3, rel=1e-3)
+    per_s = nccl_interference(MEASURED_TRANSFER_Bps, H100_HBM_Bps)
+    assert interfered_s(g, c, per_s) == pytest.approx(2.02e-3, rel=1e-3)
+    assert MEASURED_HBM_Bps == pytest.approx(get_accelerator("h100-80g").hbm_bandwidth_Bps * 0.90)
     assert NCCL_KERNEL_INTERFERENCE == pytest.approx(0.25 / 1.3739, rel=1e-3)
     # the measured rate: 7 shards of 64 MiB sent in the all-gather's 1.374 ms
     assert MEASURED_TRANSFER_Bps == pytest.approx(7 * 64 * 2**20 / c, rel=1e-4)  # the constant uses 1.326 ms
@@ -33,11 +37,20 @@ def test_nccl_kernels_reproduce_the_h100_measurement_with_kernels_on_the_sms():
 
 def test_a_slower_link_keeps_the_kernel_part_and_scales_the_transfer_part():
     ib_Bps = 45e9  # one NDR NIC at the preset's efficiency
-    assert nccl_interference(ib_Bps) == pytest.approx(0.182 + 0.134 * 45 / 342, rel=2e-3)
-    assert nccl_interference(0.0) == NCCL_KERNEL_INTERFERENCE
-    # no faster than measured counts more than the measurement (the transfer part is capped at its rate)
-    assert nccl_interference(10 * MEASURED_TRANSFER_Bps) == pytest.approx(NCCL_KERNEL_INTERFERENCE
-                                                                           + TRANSFER_INTERFERENCE)
+    assert nccl_interference(ib_Bps, H100_HBM_Bps) == pytest.approx(0.182 + 0.134 * 45 / 342, rel=2e-3)
+    assert nccl_interference(0.0, H100_HBM_Bps) == NCCL_KERNEL_INTERFERENCE
+
+
+def test_transfer_part_scales_with_the_share_of_memory_bandwidth_the_link_takes():
+    # the measured share gives the measured figure
+    assert transfer_interference(MEASURED_TRANSFER_Bps, MEASURED_HBM_Bps) == pytest.approx(TRANSFER_INTERFERENCE)
+    # the same link beside half the HBM bandwidth takes twice the share: twice the loss
+    one = transfer_interference(45e9, H100_HBM_Bps)
+    assert transfer_interference(45e9, H100_HBM_Bps / 2) == pytest.approx(2 * one)
+    # A100 (2039 GB/s at 0.90) over one HDR NIC (25 GB/s at 0.90): 0.134 x (22.5 / 1835) / (342 / 3015), by hand
+    by_hand = 0.134 * (22.5 / 1835.1) / (342 / 3015)
+    assert transfer_interference(22.5e9, 2.039e12 * 0.9) == pytest.approx(by_hand, rel=3e-3)
+    assert transfer_interference(1e15, 1e9) == 1.0  # never more than the whole compute
 
 
 def test_context_parallel_ring_is_charged_as_an_nccl_transfer(monkeypatch):
@@ -53,6 +66,6 @@ def test_context_parallel_ring_is_charged_as_an_nccl_transfer(monkeypatch):
     monkeypatch.setattr(layer_costs, "_CACHE", {})
     nccl = layer_costs.compute_layer_costs(model, acc, s, tier, "sequential", cp_tier=tier).block
     monkeypatch.setattr(layer_costs, "_CACHE", {})
-    monkeypatch.setattr(ov, "nccl_interference", lambda link_Bps: TRANSFER_INTERFERENCE)
+    monkeypatch.setattr(ov, "nccl_interference", lambda link_Bps, hbm_Bps: TRANSFER_INTERFERENCE)
     copy_engine = layer_costs.compute_layer_costs(model, acc, s, tier, "sequential", cp_tier=tier).block
     assert nccl.fwd_s > copy_engine.fwd_s and nccl.bwd_s > copy_engine.bwd_s

@@ -52,9 +52,10 @@ def test_time_error_per_group_within_achieved_bounds(report):
 
 
 def test_goal_on_the_23_runs(report):
-    """Met (4.21% mean / 7.31% max: SC21 3.53 / 6.10, NeMo 4.73 / 7.31) with each run's userbuffers
+    """Met (4.19% mean / 7.31% max: SC21 3.50 / 6.10, NeMo 4.73 / 7.31) with each run's userbuffers
     configuration (the Nemotron-4 15B runs on TE's defaults, 16 SMs per pipelined / bulk overlap: -3.9..-7.3%,
-    were -5.7..-9.0% on NeMo's GPT-3 175B configuration); 4.81 / 9.01 before that, since the overlapped gradient
+    were -5.7..-9.0% on NeMo's GPT-3 175B configuration); 4.80 / 9.01 before that (4.81 before the HBM-share
+    scaling of the transfer interference), since the overlapped gradient
     sync is charged the compute it takes from the GPU (phaze.cost.overlap.nccl_interference); 5.70 / 10.70
     before that (Nemotron-4 15B 7-11% too fast)."""
     assert report.time_mean_abs_pct <= RUNS_GOAL[0] and report.time_max_abs_pct <= RUNS_GOAL[1]
@@ -76,7 +77,7 @@ def test_held_out_runs_are_separate_and_reported():
 
 
 def test_goal_on_the_first_held_out_set():
-    """Met (3.78% mean / 10.54% max) with each run's userbuffers configuration (dgxc-benchmarking's Llama 3.1
+    """Met (3.77% mean / 10.54% max) with each run's userbuffers configuration (dgxc-benchmarking's Llama 3.1
     70B / 405B ub_tp_comm_overlap_cfg; 70B runs +0.1 point, 405B -0.6..-0.8); 3.75 / 10.62 before that, with
     NCCL's kernels charged beside the overlapped DP sync and the CP ring
     (phaze.cost.overlap.nccl_interference); 4.09 / 10.97 with only the transfer interference of overlapped NVLink
@@ -123,8 +124,8 @@ def test_second_held_out_set_within_the_figures_reported(held_out_2):
 
 
 @pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 11.87% mean / 30.87% max after the changes "
-                                      "since its first evaluation (NeMo 24.07 FP8 8.00 / 21.08, Megatron-Core H100 "
-                                      "16.31 / 30.87, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
+                                      "since its first evaluation (NeMo 24.07 FP8 7.99 / 21.06, Megatron-Core H100 "
+                                      "16.30 / 30.87, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):
     assert held_out_2.time_mean_abs_pct <= HELD_OUT_GOAL[0] and held_out_2.time_max_abs_pct <= HELD_OUT_GOAL[1]

@@ -76,14 +76,16 @@ from phaze.workload.ops import Collective, Gemm, LayerGraph
 # DP sync (scaled to its link's rate), on A100 too (no A100 figure).
 _SCALE = 2.96 / (1.531 + 1.326)
 TRANSFER_INTERFERENCE = (1.77 - 1.531 * _SCALE) / (1.326 * _SCALE)
-# The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.374 ms it took.
+# The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.374 ms it took;
+# and the memory system it shared: H100 SXM's HBM3, 3.35 TB/s (datasheet), at the presets' achievable 0.90.
 MEASURED_TRANSFER_Bps = 7 * 64 * MiB / (1.326e-3 * _SCALE)
+MEASURED_HBM_Bps = 3.35e12 * 0.90
 # NCCL runs its collectives as kernels on the SMs (unless told to use the copy engines, as above), and while
 # they run the GEMM beside them has fewer SMs. The same measurement with NCCL's default kernels took 2.02 ms
 # instead of 1.77: 0.25 ms more for 1.374 ms of transfer, 0.182 s per second of collective, on top of
 # TRANSFER_INTERFERENCE. The kernels hold their SMs for as long as the collective lasts, whatever the link
 # moves, so this part carries over to a slower link (the data-parallel reduce over InfiniBand); the transfer
-# part scales with the link's bytes per second (``nccl_interference``).
+# part scales with the share of the chip's memory bandwidth the link's bytes take (``transfer_interference``).
 NCCL_KERNEL_INTERFERENCE = (2.02 - 1.77) / (1.326 * _SCALE)
 
 
@@ -94,11 +96,20 @@ def interfered_s(compute_s: float, transfer_s: float, per_s: float = TRANSFER_IN
     return compute_s + per_s * min(compute_s, transfer_s)
 
 
-def nccl_interference(link_Bps: float) -> float:
+def transfer_interference(link_Bps: float, hbm_Bps: float) -> float:
+    """Seconds of compute lost per second a transfer of ``link_Bps`` per device runs beside it on a chip of
+    achievable HBM bandwidth ``hbm_Bps``: every byte the link moves is read or written in HBM, so the loss
+    scales with the share of the memory bandwidth the transfer takes, TRANSFER_INTERFERENCE at the measured
+    share (342 GB/s beside H100's 3.0 TB/s); at most 1 (the compute stalls)."""
+    share = (link_Bps / hbm_Bps) / (MEASURED_TRANSFER_Bps / MEASURED_HBM_Bps)
+    return min(1.0, TRANSFER_INTERFERENCE * share)
+
+
+def nccl_interference(link_Bps: float, hbm_Bps: float) -> float:
     """Seconds of compute lost per second an NCCL collective (kernels on the SMs) runs beside it over a
-    link moving ``link_Bps`` per device: the SMs its kernels hold plus the transfer's share of the memory
-    system, scaled from the measured NVLink rate (at most that rate's)."""
-    return NCCL_KERNEL_INTERFERENCE + TRANSFER_INTERFERENCE * min(1.0, link_Bps / MEASURED_TRANSFER_Bps)
+    link moving ``link_Bps`` per device on a GPU of achievable HBM bandwidth ``hbm_Bps``: the SMs its
+    kernels hold plus the transfer's share of the memory system."""
+    return NCCL_KERNEL_INTERFERENCE + transfer_interference(link_Bps, hbm_Bps)
 
 
 # TE's ten userbuffers overlaps by the name of the TP collective they move here (phaze.workload.graphs, the

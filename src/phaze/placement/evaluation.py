@@ -118,7 +118,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             sync += st.tied_sync_s(c, topo)
         gather = float(st.param_gather_s(sums.weight_bytes, topo, plan.zero1))
         exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d, gather, sums.fwd_s,
-                                           st.sync_interference(c, topo)))
+                                           st.sync_interference(c, topo, device.hbm_Bps)))
         opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps))
         t_i = sums.fwd_s + sums.bwd_s + sends
         T.append(t_i)

@@ -129,7 +129,8 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         attn = sum(lat[i] for i in flash)
         ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
         # what the ring adds beyond the attention itself, which runs slower beside NCCL's send/receive kernels
-        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps)
+        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps,
+                                  accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
         extra += pipelined_overlap_s(interfered_s(attn, ring, per_s), ring, cp) - attn
     if not tp_overlap or tp <= 1:
         return float(sum(lat)) + extra

@@ -75,7 +75,8 @@ def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: i
     T, sync, bwd_s, opt_s, base, act, params, gather, fwd_s = parts
     if e != h:
         sync = sync + st.tied_sync_s(c, topo)
-    R = st.exposed_sync_s(sync, bwd_s, overlap, params, topo.dp, gather, fwd_s, st.sync_interference(c, topo)) + opt_s
+    lost = st.sync_interference(c, topo, hbm_Bps)
+    R = st.exposed_sync_s(sync, bwd_s, overlap, params, topo.dp, gather, fwd_s, lost) + opt_s
     return KindRow(T, np.asarray(R, float) * np.ones(L + 1), base, act)
 
 

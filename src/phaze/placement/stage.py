@@ -213,14 +213,18 @@ DDP_BUCKET_PARAMS = 40_000_000
 DDP_BUCKET_PARAMS_PER_DP_RANK = 1_000_000
 
 
-def sync_interference(c: LayerCosts, topo: Topology) -> float:
-    """Seconds of compute lost per second of overlapped gradient sync: on a GPU (the sequential time
-    model) NCCL's kernels and transfer on the DP tier (``phaze.cost.overlap.nccl_interference``); a
-    designed chip's DMA engines are taken as free (0)."""
-    from phaze.cost.overlap import nccl_interference
-    if c.time_model != "sequential" or topo.dp <= 1:
+def sync_interference(c: LayerCosts, topo: Topology, hbm_Bps: float) -> float:
+    """Seconds of compute lost per second of overlapped gradient sync on a chip of achievable HBM bandwidth
+    ``hbm_Bps``: the memory bandwidth its bytes take on the DP tier (``phaze.cost.overlap.
+    transfer_interference``), and on a GPU (the sequential time model) also the SMs NCCL's kernels hold
+    (``nccl_interference``); a designed chip's DMA engines hold no compute."""
+    from phaze.cost.overlap import nccl_interference, transfer_interference
+    if topo.dp <= 1:
         return 0.0
-    return nccl_interference(topo.dp_tier.effective_bandwidth_Bps)
+    link = topo.dp_tier.effective_bandwidth_Bps
+    if c.time_model == "sequential":
+        return nccl_interference(link, hbm_Bps)
+    return transfer_interference(link, hbm_Bps)
 
 
 def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s=0.0, fwd_s=0.0,
