@@ -69,6 +69,32 @@ NEMO = [
 ]
 
 
+# The userbuffers configuration each launcher model config of NeMo-Framework-Launcher tag 24.07 (commit 8325688)
+# loads (its `defaults: - optional tp_overlap@model.ub_tp_comm_overlap_cfg: FILE`), as phaze's named configuration
+# (src/phaze/cost/data/tp_overlap_configs.json): (name, why). The table does not name its configurations; the runs
+# take their architecture from these launcher files, so we take their userbuffers configuration from them too.
+_L = "NeMo-Framework-Launcher 24.07 {cfg}.yaml"
+UB = {
+    "gpt3/20b": ("nemo-launcher-h100-h6144-tp2-mbs2",
+                 _L + " loads tp_overlap/ub_cfg_h100_h6144_tp2_mbs2_seqlen2048 (the table's TP 2, MBS 2)"),
+    "gpt3/175b": ("nemo-gpt3-175b-h100",
+                  _L + " loads tp_overlap/ub_cfg_h100_h12288_tp4_mbs1_seqlen2048 (the values of "
+                  "nemo-gpt3-175b-h100; the 512-GPU run's MBS 2 has no file of its own at 24.07), though gpt3/175b.yaml "
+                  "itself sets ub_tp_comm_overlap: False: the overlap itself stays an assumption here"),
+    "llama/llama2_70b": ("nemo-launcher-h100-h8192-tp4-mbs1-seq4096",
+                         _L + " loads tp_overlap/ub_cfg_h100_h8192_tp4_mbs1_seqlen4096 (the table's TP 4, MBS 1)"),
+    "llama/llama3_70b": ("dgxc-llama3.1-70b",
+                         _L + " loads tp_overlap/ub_cfg_h100_h8192_tp4_mbs1_seqlen8192, the values of "
+                         "dgxc-llama3.1-70b"),
+    "nemotron/nemotron_8b": ("te-default", _L + " sets ub_tp_comm_overlap: true and loads no tp_overlap file, so "
+                             "Transformer Engine's defaults apply"),
+    "nemotron/nemotron_22b": ("te-default", _L + " sets ub_tp_comm_overlap: true and loads no tp_overlap file, so "
+                              "Transformer Engine's defaults apply"),
+    "nemotron/nemotron_340b": ("nemo-gpt3-175b-h100", _L + " sets ub_tp_comm_overlap: False and names no "
+                               "tp_overlap file: not established; phaze's default kept"),
+}
+
+
 def nemo_runs():
     out = []
     for label, model, cfg, gpus, gbs, mbs, seq, tp, pp, cp, vp, tps, recompute in NEMO:
@@ -87,9 +113,8 @@ def nemo_runs():
             assumptions.append("squared-ReLU MLP modelled as 'gelu' (as published_runs.json does); layernorm1p as "
                                "layernorm; rotary on half of each head")
         if tp > 1:
-            assumptions.append("userbuffers configuration: the table names none (no ub_tp_comm_overlap_cfg), so "
-                               "phaze's default nemo-gpt3-175b-h100 (NeMo's tuned GPT-3 175B H100 configuration) "
-                               "is kept; not established for these runs")
+            ub_name, why = UB[cfg]
+            assumptions.append(f"userbuffers configuration: the table names none; {why.format(cfg=cfg)} -> {ub_name}")
         if label.startswith("LLAMA3"):
             assumptions.append("context parallelism 2 (the table's CP); close to held_out_runs.json's Llama 3.1 "
                                "runs (same architecture, NeMo 24.09) -- not an independent model family")
@@ -98,7 +123,7 @@ def nemo_runs():
             "accelerator": "h100-80g", "cluster": "dgx-h100", "devices": gpus, "tp": tp, "pp": pp, "dp": dp,
             "cp": cp, "mbs": mbs, "global_batch": gbs, "interleave": vp, "recompute": recompute,
             "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "fp8",
-            "tp_comm_overlap": tp > 1, **({"tp_comm_overlap_config": "nemo-gpt3-175b-h100"} if tp > 1 else {}),
+            "tp_comm_overlap": tp > 1, **({"tp_comm_overlap_config": UB[cfg][0]} if tp > 1 else {}),
             "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 4),
             "conversion": f"T = GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tps} x {gpus}) = {t:.4f} s "
                           f"(tokens/s/GPU published to integer precision)",

@@ -204,6 +204,8 @@ def test_validation_runs_carry_their_configuration():
     assert by["dgxc Llama 3.1 405b BF16 (32 GPUs)"] == "dgxc-llama3.1-405b"
     assert by["Megatron-LM H100 GPT 32B (384 GPUs)"] == "te-default"
     assert by["NeMo 24.07 GPT3-175B FP8 (128 GPUs)"] == DEFAULT_TP_OVERLAP_CONFIG
+    assert by["NeMo 24.07 GPT3-20B FP8 (64 GPUs)"] == "nemo-launcher-h100-h6144-tp2-mbs2"
+    assert by["NeMo 24.07 Nemotron-8B FP8 (64 GPUs)"] == "te-default"
     data = json.loads(resources.files("phaze.validation").joinpath("data", RUNS_FILE).read_text())
     run = dict(data["runs"][-1], tp_comm_overlap_config="nope")
     with pytest.raises(ConfigError, match="unknown tp_comm_overlap_config 'nope'; use one of"):
