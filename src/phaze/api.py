@@ -303,7 +303,7 @@ DEFAULT_PRECISION = "bf16"
 
 def check_tp_overlap_config(name: str) -> str:
     """The name of a packaged userbuffers configuration, else a one-line ConfigError listing them."""
-    from phaze.cost.overlap import ub_config_names
+    from phaze.cost.userbuffers import ub_config_names
 
     if name not in ub_config_names():
         raise ConfigError(f"--tp-overlap-config: unknown userbuffers configuration {name!r}; use one of "
@@ -343,7 +343,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
     ``memory_reserve_gib`` (default 3) is kept free on every device; ``cp_values`` (default: 1 only) the
     context-parallel sizes to search; ``tp_overlap_config`` the Transformer Engine userbuffers configuration
-    of the TP overlap (``phaze.cost.overlap.ub_config_names()``; not searched: it is how the framework is set
+    of the TP overlap (``phaze.cost.userbuffers.ub_config_names()``; not searched: it is how the framework is set
     up)."""
     from phaze.placement import optimize
 

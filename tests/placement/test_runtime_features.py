@@ -52,7 +52,8 @@ def test_pipelined_overlap_hand_cases():
 
 
 def test_split_reduce_scatter_exposes_the_last_chunk():
-    from phaze.cost.overlap import overlap_method, split_rs_overlap_s
+    from phaze.cost.overlap import split_rs_overlap_s
+    from phaze.cost.userbuffers import overlap_method
     # 4 chunks of 1 s, a 2 s reduce-scatter in 0.5 s pieces: 1 + 3 x max(1, 0.5) + 0.5
     assert split_rs_overlap_s(1.0, 2.0, 4) == pytest.approx(4.5)
     # comm-bound: 1 + 3 x 2 + 2

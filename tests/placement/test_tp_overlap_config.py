@@ -11,9 +11,9 @@ import pytest
 from phaze import api
 from phaze.cost import op_latency_s
 from phaze.cost.gpu import gpu_gemm_latency_s
-from phaze.cost.overlap import (TE_OVERLAPS, TRANSFER_INTERFERENCE, comm_sm_slowdown, get_ub_config,
-                                pipelined_overlap_s, ring_rs_overlap_s, ring_rs_reduce_s, split_rs_overlap_s,
-                                ub_config_names)
+from phaze.cost.overlap import (TRANSFER_INTERFERENCE, pipelined_overlap_s, ring_rs_overlap_s, ring_rs_reduce_s,
+                                split_rs_overlap_s)
+from phaze.cost.userbuffers import TE_OVERLAPS, comm_sm_slowdown, get_ub_config, ub_config_names
 from phaze.errors import ConfigError
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan

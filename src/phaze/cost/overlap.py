@@ -20,23 +20,12 @@ small chunks whole waves and put the GPT-3 175B runs 11% too slow; a chunk is ge
 loss's small all-reduces) are not overlapped.
 
 The overlap is not free: the reduce-scatters and the bulk all-gathers run as kernels on some of the SMs
-while the GEMM runs on the rest (ring-exchange transfers use the copy engines). The GEMM then runs at
-(SMs - comm SMs) / SMs of its speed (``comm_sm_slowdown``). Which method each overlap uses and how many SMs
-its kernel holds is the run's userbuffers configuration (``UbConfig``), one of the named configurations of
-``data/tp_overlap_configs.json`` with its source: by default NeMo's tuned GPT-3 175B H100 configuration
-(github NVIDIA/dgxc-benchmarking nemo_megatron/gpt3_175b_hydra.yaml: proj_fprop pipeline 24 SMs, fc2_fprop
-pipeline 20, qkv_wgrad bulk 8, fc1_wgrad bulk 4, qkv_dgrad bulk 4, fc1_dgrad bulk 2, ring exchanges on the
-copy engines), "te-default" for runs that name none (Transformer Engine's own defaults: 16 SMs per pipeline
-and bulk overlap). A ring exchange charges no SM: with ``use_ce`` (TE's default, set by none of these
-configurations) ``userbuffers_send`` moves each chunk with ``cudaMemcpyAsync`` and launches its signalling
-kernel on one thread block (TE v1.12 userbuffers/userbuffers.cu, ``SETUP_LAUNCH_CONFIG(signalonly ? 1 :
-comm->sms, ...)``); only when the configuration sets ``set_sm_margin`` is the GEMM launched on SMs - num_sm
-(comm_gemm_overlap.h ``_math_sms``), and then those SMs are charged. For pipeline and bulk overlaps num_sm is
-charged over the whole GEMM whether or not ``set_sm_margin`` is set (without the margin the GEMM is launched
-on all SMs and loses them only while the communication kernel runs: not modelled, an upper bound on the
-loss). And even where no SM is given up,
-the transfer is not free (``interfered_s``): while an NVLink collective moves data beside a GEMM, the two share
-the L2, the HBM and the power budget, and the GEMM runs slower for as long as the transfer lasts.
+while the GEMM runs on the rest (ring-exchange transfers use the copy engines): the GEMM then runs at
+(SMs - comm SMs) / SMs of its speed, with the SMs of the run's userbuffers configuration
+(``phaze.cost.userbuffers``: which method each overlap uses and how many SMs it holds, with their sources).
+And even where no SM is given up, the transfer is not free (``interfered_s``): while an NVLink collective
+moves data beside a GEMM, the two share the L2, the HBM and the power budget, and the GEMM runs slower for as
+long as the transfer lasts. ``tp_overlap_pair_s`` puts these together for one GEMM and the collective it hides.
 
 A reduce-scatter run as a ring exchange (NeMo 2.0's FP8 recipes put proj_fprop / fc2_fprop there) is TE's
 ``UbufP2PCommOverlap::split_overlap_rs`` (TE v1.12 pytorch/csrc/comm_gemm_overlap.h): the GEMM in t chunks
@@ -50,14 +39,8 @@ writing one at the achievable HBM bandwidth (``ring_rs_reduce_s``).
 """
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib import resources
-
-from phaze.errors import ConfigError
+from phaze.cost.userbuffers import UbConfig, comm_sm_slowdown
 from phaze.units import MiB
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 
 
@@ -112,113 +95,6 @@ def nccl_interference(link_Bps: float, hbm_Bps: float) -> float:
     return NCCL_KERNEL_INTERFERENCE + transfer_interference(link_Bps, hbm_Bps)
 
 
-# TE's ten userbuffers overlaps by the name of the TP collective they move here (phaze.workload.graphs, the
-# backward's from phaze.workload.autodiff; TE v1.12 module/base.py initialize_ub names them by the GEMM the
-# collective overlaps). The forward's ring-exchange all-gathers and the backward's all-gathers of the output
-# gradient: qkv_fprop, fc1_fprop, proj_dgrad, fc2_dgrad; the forward's reduce-scatters: proj_fprop, fc2_fprop;
-# the backward's bulk overlaps: the dgrad's reduce-scatter (qkv_wgrad, fc1_wgrad: it runs beside the wgrad
-# GEMM) and the input re-gathered for the wgrad (qkv_dgrad, fc1_dgrad: beside the dgrad GEMM). A recomputed
-# forward (``recompute.<name>``) runs through the same TE modules, so through the same userbuffers.
-TE_OVERLAP_OF = {
-    "qkv.all_gather": "qkv_fprop", "fc1.all_gather": "fc1_fprop",
-    "attn.reduce_scatter.bwd": "proj_dgrad", "mlp.reduce_scatter.bwd": "fc2_dgrad",
-    "attn.reduce_scatter": "proj_fprop", "mlp.reduce_scatter": "fc2_fprop",
-    "qkv.input_all_gather": "qkv_dgrad", "qkv.all_gather.bwd": "qkv_wgrad",
-    "fc1.input_all_gather": "fc1_dgrad", "fc1.all_gather.bwd": "fc1_wgrad",
-}
-TE_OVERLAPS = tuple(TE_OVERLAP_OF.values())
-# the methods TE (and phaze) allow per overlap: the all-gathers of the forward / of the output gradient only as
-# ring exchanges; the forward's reduce-scatters as pipeline or ring exchange (TE refuses "pipeline" for an
-# all-gather, ``add_ub``); the backward's bulk overlaps as bulk (TE's non-bulk dgrad overlap replaces the
-# wgrad's, a different graph, not modelled)
-_METHODS = {"qkv_fprop": ("ring_exchange",), "fc1_fprop": ("ring_exchange",), "proj_dgrad": ("ring_exchange",),
-            "fc2_dgrad": ("ring_exchange",), "proj_fprop": ("pipeline", "ring_exchange"),
-            "fc2_fprop": ("pipeline", "ring_exchange"), "qkv_dgrad": ("bulk",), "qkv_wgrad": ("bulk",),
-            "fc1_dgrad": ("bulk",), "fc1_wgrad": ("bulk",)}
-
-
-@dataclass(frozen=True)
-class UbOverlap:
-    """One userbuffers overlap: TE's method, the SMs of its communication kernel (or the GEMM's SM margin),
-    the GEMM chunks of a pipeline overlap (None: a ring exchange runs t chunks, bulk the whole GEMM), and
-    whether the GEMM is launched on the SMs the communication leaves."""
-
-    method: str
-    num_sm: int
-    num_splits: int | None = None
-    set_sm_margin: bool = False
-
-    @property
-    def charged_sms(self) -> int:
-        """SMs the GEMM beside this overlap loses (module docstring): a ring exchange only its SM margin."""
-        if self.method == "ring_exchange":
-            return self.num_sm if self.set_sm_margin else 0
-        return self.num_sm
-
-
-@dataclass(frozen=True)
-class UbConfig:
-    """A named userbuffers configuration: ``overlaps`` as (TE name, UbOverlap) for TE's ten overlaps."""
-
-    name: str
-    source: str
-    overlaps: tuple[tuple[str, UbOverlap], ...]
-
-    def of(self, collective_name: str) -> UbOverlap | None:
-        """The overlap that moves this TP collective (None: not one of TE's ten, e.g. the LM head's)."""
-        te = TE_OVERLAP_OF.get(collective_name.removeprefix("recompute."))
-        return dict(self.overlaps).get(te) if te else None
-
-
-def _parse_config(name: str, raw: dict) -> UbConfig:
-    got = raw.get("overlaps", {})
-    if sorted(got) != sorted(TE_OVERLAPS):
-        raise ConfigError(f"userbuffers configuration {name!r}: needs exactly the overlaps {', '.join(TE_OVERLAPS)}")
-    out = []
-    for te in TE_OVERLAPS:
-        o = got[te]
-        ov = UbOverlap(method=o["method"], num_sm=int(o["num_sm"]),
-                       num_splits=None if o.get("num_splits") is None else int(o["num_splits"]),
-                       set_sm_margin=bool(o.get("set_sm_margin", False)))
-        if ov.method not in _METHODS[te]:
-            raise ConfigError(f"userbuffers configuration {name!r}: {te} cannot be {ov.method!r}; "
-                              f"use {' or '.join(_METHODS[te])}")
-        if ov.num_sm < 0 or (ov.method == "pipeline" and (ov.num_splits or 0) < 1):
-            raise ConfigError(f"userbuffers configuration {name!r}: {te} needs num_sm >= 0 and, as a pipeline, "
-                              f"num_splits >= 1")
-        out.append((te, ov))
-    return UbConfig(name=name, source=str(raw.get("source", "")), overlaps=tuple(out))
-
-
-@lru_cache(maxsize=1)
-def _configs() -> dict[str, UbConfig]:
-    raw = json.loads(resources.files("phaze.cost").joinpath("data", "tp_overlap_configs.json").read_text())
-    return {name: _parse_config(name, c) for name, c in raw["configs"].items()}
-
-
-def ub_config_names() -> tuple[str, ...]:
-    """The named userbuffers configurations (``--tp-overlap-config``), the default first."""
-    names = sorted(_configs())
-    return (DEFAULT_TP_OVERLAP_CONFIG, *[n for n in names if n != DEFAULT_TP_OVERLAP_CONFIG])
-
-
-def get_ub_config(name: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> UbConfig:
-    """The named userbuffers configuration; ConfigError (one line, the known names) for an unknown one."""
-    if isinstance(name, UbConfig):
-        return name
-    hit = _configs().get(name)
-    if hit is None:
-        raise ConfigError(f"unknown TP-overlap configuration {name!r}; use one of {', '.join(ub_config_names())}")
-    return hit
-
-
-def overlap_method(collective_name: str, config: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> str:
-    """"pipeline", "bulk" or "ring_exchange": how Transformer Engine overlaps this TP collective under
-    ``config`` (a collective outside TE's ten overlaps: "ring_exchange", as a GEMM in t chunks)."""
-    ov = get_ub_config(config).of(collective_name)
-    return ov.method if ov else "ring_exchange"
-
-
 def split_rs_overlap_s(chunk_s: float, comm_s: float, splits: int) -> float:
     """A GEMM in ``splits`` chunks of ``chunk_s`` each, the reduce-scatter of chunk i running while chunk i+1
     computes (TE ``CommOverlapBase::split_overlap_rs``: the main stream waits for the compute and the comm
@@ -227,14 +103,6 @@ def split_rs_overlap_s(chunk_s: float, comm_s: float, splits: int) -> float:
         return splits * chunk_s + comm_s
     r = comm_s / splits
     return chunk_s + (splits - 1) * max(chunk_s, r) + r
-
-
-def comm_sm_slowdown(collective_names, sms: int, config: str | UbConfig = DEFAULT_TP_OVERLAP_CONFIG) -> float:
-    """Factor on a GEMM's time while the named collectives' overlaps hold their SMs (``UbOverlap.charged_sms``
-    under ``config``): sms / (sms - held)."""
-    cfg = get_ub_config(config)
-    busy = sum(ov.charged_sms for ov in (cfg.of(n) for n in collective_names) if ov is not None)
-    return sms / max(1, sms - busy)
 
 
 def ring_rs_reduce_s(nbytes: float, group_size: int, memory_Bps: float, overhead_s: float = 0.0) -> float:
@@ -260,6 +128,25 @@ def pipelined_overlap_s(gemm_s: float, comm_s: float, chunks: int) -> float:
         return gemm_s + comm_s
     c = gemm_s / chunks
     return c + (chunks - 1) * max(c, comm_s / (chunks - 1))
+
+
+def tp_overlap_pair_s(gemm_s: float, comm_s: float, names: list[str], config: UbConfig, tp: int, sms: int,
+                      reduce_scatter: bool, nbytes: float, memory_Bps: float, overhead_s: float) -> float:
+    """One GEMM of ``gemm_s`` and the TP collectives ``names`` it hides (``comm_s`` in all; ``nbytes`` their
+    unsharded size, ``reduce_scatter`` their kind) as ``config`` runs them on a GPU of ``sms`` SMs: the GEMM
+    loses the SMs the communication holds and runs slower beside the transfer, then by TE's method: "pipeline"
+    split along the output features with the last chunk's reduce-scatter exposed; a ring-exchange
+    reduce-scatter in t chunks and the sum of the partial shards (at ``memory_Bps``); any other ring exchange
+    in one chunk per TP shard of the tokens; "bulk" beside the whole GEMM."""
+    g = interfered_s(gemm_s * comm_sm_slowdown(names, sms, config), comm_s)
+    ov = config.of(names[0])
+    if ov is not None and ov.method == "pipeline":
+        return split_rs_overlap_s(g / ov.num_splits, comm_s, ov.num_splits)
+    if ov is not None and ov.method == "ring_exchange" and reduce_scatter:
+        return ring_rs_overlap_s(g, comm_s, tp, ring_rs_reduce_s(nbytes, tp, memory_Bps, overhead_s))
+    if ov is None or ov.method == "ring_exchange":
+        return pipelined_overlap_s(g, comm_s, tp)
+    return max(g, comm_s)
 
 
 def overlap_pairs(graph: LayerGraph) -> dict[int, list[int]]:

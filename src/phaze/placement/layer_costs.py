@@ -138,29 +138,16 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     hidden = {c for cs in pairs.values() for c in cs}
     total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
     from phaze.cost.gpu import TENSOR_CORES_PER_SM
-    from phaze.cost.overlap import comm_sm_slowdown, get_ub_config, ring_rs_overlap_s, ring_rs_reduce_s, split_rs_overlap_s
+    from phaze.cost.overlap import tp_overlap_pair_s
+    from phaze.cost.userbuffers import get_ub_config
     sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
     cfg = get_ub_config(tp_overlap_config)
-
+    memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency
     for g, cs in pairs.items():
-        names = [graph.ops[c].name for c in cs]
-        comm = sum(lat[c] for c in cs)
-        # the GEMM loses the SMs the communication kernels hold and runs slower beside the transfer
-        gemm_s = interfered_s(lat[g] * comm_sm_slowdown(names, sms, cfg), comm)
-        ov = cfg.of(names[0])
-        if ov is not None and ov.method == "pipeline":  # split along the output features, the last chunk's RS exposed
-            n = ov.num_splits
-            total += split_rs_overlap_s(gemm_s / n, comm, n)
-        elif ov is not None and ov.method == "ring_exchange" and graph.ops[cs[0]].kind == "reduce_scatter":
-            # t chunks, each chunk's partial sums sent to their owner, then the sum of the t partial shards
-            red = ring_rs_reduce_s(sum(graph.ops[c].bytes for c in cs), tp,
-                                   accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency,
+        ops = [graph.ops[c] for c in cs]
+        total += tp_overlap_pair_s(lat[g], sum(lat[c] for c in cs), [o.name for o in ops], cfg, tp, sms,
+                                   ops[0].kind == "reduce_scatter", sum(o.bytes for o in ops), memory_Bps,
                                    accelerator.op_overhead_s)
-            total += ring_rs_overlap_s(gemm_s, comm, tp, red)
-        elif ov is None or ov.method == "ring_exchange":  # one chunk per TP shard of the tokens (rows)
-            total += pipelined_overlap_s(gemm_s, comm, tp)
-        else:  # bulk: the collective runs beside the whole GEMM
-            total += max(gemm_s, comm)
     return float(total) + extra
 
 

@@ -51,7 +51,7 @@ class Plan:
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
 
     def __post_init__(self) -> None:
-        from phaze.cost.overlap import get_ub_config
+        from phaze.cost.userbuffers import get_ub_config
         get_ub_config(self.tp_overlap_config)  # ConfigError naming the known configurations
         if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
             raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from phaze.errors import ConfigError
-from phaze.cost.overlap import ub_config_names
+from phaze.cost.userbuffers import ub_config_names
 from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, RecomputeMode
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
@@ -47,7 +47,7 @@ class _Run(BaseModel):
     attention: Literal["standard", "flash"]
     precision: Literal["fp16", "bf16", "fp8"]
     tp_comm_overlap: bool
-    # the run's Transformer Engine userbuffers configuration (a name of phaze.cost.overlap.ub_config_names());
+    # the run's Transformer Engine userbuffers configuration (a name of phaze.cost.userbuffers.ub_config_names());
     # the evidence for it goes into the run's source / assumptions
     tp_comm_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     overlap_grad_reduce: bool

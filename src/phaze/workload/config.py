@@ -178,7 +178,7 @@ class TrainSetting:
     precision: str = "fp16"
     tp_overlap: bool = False
     cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
-    # which userbuffers configuration the overlap runs with (a name of phaze.cost.overlap.ub_config_names())
+    # which userbuffers configuration the overlap runs with (a name of phaze.cost.userbuffers.ub_config_names())
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
 
     def __post_init__(self) -> None:
