@@ -180,8 +180,8 @@ _EVAL_COLS = ["plan", "devices used/given", "iteration", "seq/s", "MFU", "memory
 
 def _breakdown_table(e) -> object:
     return table("per-stage breakdown (per microbatch unless noted)",
-                 ["stage", "layers", "recompute", "fwd", "bwd", "p2p", "memory", "in flight", "DP sync (exposed)",
-                  "optimizer"],
+                 ["stage", "layers", "recompute", "fwd", "bwd", "p2p", "memory", "in flight",
+                  "DP sync (exposed + compute lost)", "optimizer"],
                  [(s.stage, " ".join(f"{a}-{b - 1}" for a, b in s.layers), s.recompute, si(s.fwd_s, "s"),
                    si(s.bwd_s, "s"),
                    si(s.p2p_s, "s"), gib(s.memory_bytes), f"{s.in_flight_microbatches:g}",

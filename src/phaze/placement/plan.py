@@ -217,7 +217,9 @@ class StageBreakdown:
     in_flight_microbatches: float  # microbatches whose activations are stashed at the peak
     memory_bytes: float
     dp_allreduce_s: float  # full gradient all-reduce (or reduce-scatter + all-gather with zero1)
-    dp_exposed_s: float  # part not hidden behind the last backward
+    # part not hidden behind the last backward / first forward, plus the compute the hidden part costs
+    # (stage.sync_interference)
+    dp_exposed_s: float
     optimizer_step_s: float
 
 
