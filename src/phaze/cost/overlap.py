@@ -149,9 +149,24 @@ def tp_overlap_pair_s(gemm_s: float, comm_s: float, names: list[str], config: Ub
     return max(g, comm_s)
 
 
+# The backward's bulk overlaps of a column-parallel layer run each collective beside the layer's OTHER GEMM,
+# the independent one (TE v1.12 module/layernorm_linear.py backward: the input all-gather for the wgrad beside
+# the dgrad GEMM, "qkv_dgrad" / "fc1_dgrad"; the dgrad's reduce-scatter beside the wgrad GEMM, "qkv_wgrad" /
+# "fc1_wgrad"): by the collective's name suffix, the sibling GEMM's.
+BULK_SIBLING = {".input_all_gather": ".dgrad", ".all_gather.bwd": ".wgrad"}
+
+
+def _bulk_sibling(name: str) -> str | None:
+    for suffix, gemm in BULK_SIBLING.items():
+        if name.endswith(suffix):
+            return name[: -len(suffix)] + gemm
+    return None
+
+
 def overlap_pairs(graph: LayerGraph) -> dict[int, list[int]]:
     """{GEMM index: the TP collectives it hides}: each all-gather pairs with a GEMM that consumes it, each
-    reduce-scatter with the GEMM that produces it; a GEMM hides at most one collective (more would share
+    reduce-scatter with the GEMM that produces it, except the backward's bulk overlaps, which pair with the
+    layer's other (independent) GEMM (``BULK_SIBLING``); a GEMM hides at most one collective (more would share
     the same chunks), the rest stay exposed."""
     ops = graph.ops
     preds: list[list[int]] = [[] for _ in ops]
@@ -159,11 +174,13 @@ def overlap_pairs(graph: LayerGraph) -> dict[int, list[int]]:
     for a, b in graph.edges:
         preds[b].append(a)
         succs[a].append(b)
+    index = {op.name: j for j, op in enumerate(ops) if isinstance(op, Gemm)}
     taken: dict[int, list[int]] = {}
     for i, op in enumerate(ops):
         if not isinstance(op, Collective) or op.group_size <= 1 or op.kind not in ("all_gather", "reduce_scatter"):
             continue
-        near = succs[i] if op.kind == "all_gather" else preds[i]
+        sibling = index.get(_bulk_sibling(op.name) or "")
+        near = [sibling] if sibling is not None else (succs[i] if op.kind == "all_gather" else preds[i])
         for j in near:
             if isinstance(ops[j], Gemm) and j not in taken:
                 taken[j] = [i]
