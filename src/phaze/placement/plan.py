@@ -28,7 +28,7 @@ class Plan:
     Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
     time model), ``precision`` (fp16 / bf16 / fp8 GEMMs of the linear layers), ``tp_overlap`` (TP
     collectives overlapped with their GEMMs; needs sequence parallelism; ``tp_overlap_config`` names the
-    Transformer Engine userbuffers configuration it runs with, ``phaze.cost.overlap``), ``dp_overlap`` (the gradient
+    Transformer Engine userbuffers configuration it runs with, ``phaze.cost.userbuffers``), ``dp_overlap`` (the gradient
     reduce overlapped with the last backward, bucketed; with ZeRO-1 also the parameter all-gather with the
     next step's first forward, as Megatron-Core's ``overlap_param_gather``), ``cp`` (context parallelism: each sequence split
     over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp).

@@ -119,7 +119,7 @@ class TimeCase:
     recompute: str = ""  # explicit (recompute, sequence_parallel); empty: from ``mode`` (MODES)
     sequence_parallel: bool = False
     cp: int = 1  # context parallelism
-    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.overlap)
+    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.userbuffers)
 
     @property
     def label(self) -> str:
