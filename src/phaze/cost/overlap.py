@@ -40,6 +40,7 @@ writing one at the achievable HBM bandwidth (``ring_rs_reduce_s``).
 from __future__ import annotations
 
 from phaze.cost.userbuffers import UbConfig, comm_sm_slowdown
+from phaze.hardware.presets import H100_80G
 from phaze.units import MiB
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 
@@ -60,9 +61,10 @@ from phaze.workload.ops import Collective, Gemm, LayerGraph
 _SCALE = 2.96 / (1.531 + 1.326)
 TRANSFER_INTERFERENCE = (1.77 - 1.531 * _SCALE) / (1.326 * _SCALE)
 # The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.374 ms it took;
-# and the memory system it shared: H100 SXM's HBM3, 3.35 TB/s (datasheet), at the presets' achievable 0.90.
+# and the memory system it shared: H100 SXM's HBM3 (the h100-80g preset: 3.35 TB/s datasheet) at its achievable
+# fraction.
 MEASURED_TRANSFER_Bps = 7 * 64 * MiB / (1.326e-3 * _SCALE)
-MEASURED_HBM_Bps = 3.35e12 * 0.90
+MEASURED_HBM_Bps = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
 # NCCL runs its collectives as kernels on the SMs (unless told to use the copy engines, as above), and while
 # they run the GEMM beside them has fewer SMs. The same measurement with NCCL's default kernels took 2.02 ms
 # instead of 1.77: 0.25 ms more for 1.374 ms of transfer, 0.182 s per second of collective, on top of

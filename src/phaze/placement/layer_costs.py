@@ -103,6 +103,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
 
     arch = accelerator.as_arrays()
+    memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency  # achievable HBM bandwidth
     lat = []
     for op in graph.ops:
         kind = op_resource(op)
@@ -120,8 +121,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
                 x = max(x, op.bytes_moved / (accelerator.hbm_bandwidth_Bps * frac) + accelerator.op_overhead_s)
             lat.append(x)
     # Transformer Engine's FP8 casts and transposes around the FP8 GEMMs (phaze.cost.gpu_framework)
-    extra = fp8_cast_s(graph, accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency,
-                       accelerator.op_overhead_s)
+    extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)
     if cp > 1 and cp_bytes > 0:
         from phaze.cost import p2p_latency_s
         from phaze.cost.gpu import is_flash
@@ -129,8 +129,7 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
         attn = sum(lat[i] for i in flash)
         ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
         # what the ring adds beyond the attention itself, which runs slower beside NCCL's send/receive kernels
-        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps,
-                                  accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
+        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps, memory_Bps)
         extra += pipelined_overlap_s(interfered_s(attn, ring, per_s), ring, cp) - attn
     if not tp_overlap or tp <= 1:
         return float(sum(lat)) + extra
@@ -142,7 +141,6 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
     from phaze.cost.userbuffers import get_ub_config
     sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
     cfg = get_ub_config(tp_overlap_config)
-    memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency
     for g, cs in pairs.items():
         ops = [graph.ops[c] for c in cs]
         total += tp_overlap_pair_s(lat[g], sum(lat[c] for c in cs), [o.name for o in ops], cfg, tp, sms,
