@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import (DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS, LAYER_KINDS, RECOMPUTE_MODES, ModelConfig,
-                                   TrainSetting)
+from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS, GRAD_DTYPES, LAYER_KINDS,
+                                   RECOMPUTE_MODES, ModelConfig, TrainSetting)
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -311,15 +311,18 @@ def check_tp_overlap_config(name: str) -> str:
     return name
 
 
-def _runtime(attention: str, precision: str, memory_reserve_gib: float | None) -> float:
+def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
+             grad_dtype: str = DEFAULT_GRAD_DTYPE) -> float:
     """Check the runtime choices at the edge; the memory reserve in bytes."""
     from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES
-    from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
+    from phaze.workload.config import ATTENTION_KINDS, GRAD_DTYPES, PRECISIONS
 
     if attention not in ATTENTION_KINDS:
         raise ConfigError(f"--attention: unknown kernel {attention!r}; use {' or '.join(ATTENTION_KINDS)}")
     if precision not in PRECISIONS:
         raise ConfigError(f"--precision: unknown format {precision!r}; use {', '.join(PRECISIONS)}")
+    if grad_dtype not in GRAD_DTYPES:
+        raise ConfigError(f"--grad-dtype: unknown gradient format {grad_dtype!r}; use {' or '.join(GRAD_DTYPES)}")
     if memory_reserve_gib is None:
         return float(DEFAULT_MEMORY_RESERVE_BYTES)
     if not 0 <= memory_reserve_gib < 1e6:
@@ -337,18 +340,19 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          cluster=None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
          tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
-         cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG):
+         cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
     ``memory_reserve_gib`` (default 3) is kept free on every device; ``cp_values`` (default: 1 only) the
     context-parallel sizes to search; ``tp_overlap_config`` the Transformer Engine userbuffers configuration
     of the TP overlap (``phaze.cost.userbuffers.ub_config_names()``; not searched: it is how the framework is set
-    up)."""
+    up); ``grad_dtype`` the gradients' format, "fp32" (Megatron's main grads) or "bf16" (not searched: a numerics
+    choice the user makes)."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
-    reserve = _runtime(attention, precision, memory_reserve_gib)
+    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype)
     check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -373,7 +377,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
         kw["cp_values"] = cps
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
-                    overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config, **kw)
+                    overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config,
+                    grad_dtype=grad_dtype, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -382,18 +387,18 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
                   memory_reserve_gib: float | None = None, cp: int = 1,
-                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG):
+                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
     ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention);
-    ``tp_overlap_config``: the userbuffers configuration of the TP overlap."""
+    ``tp_overlap_config``: the userbuffers configuration of the TP overlap; ``grad_dtype``: the gradients' format."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, Recompute, evaluate
 
     recompute = Recompute.parse(recompute, stages=pp, what="--recompute")
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                  interleave=interleave, seq=seq_len, cp=cp)
-    reserve = _runtime(attention, precision, memory_reserve_gib)
+    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype)
     check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -413,7 +418,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
                       precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp,
-                      tp_overlap_config=tp_overlap_config)
+                      tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 

@@ -117,15 +117,17 @@ def test_second_held_out_set_within_the_figures_reported(held_out_2):
     11.68 / 30.87 with each run's userbuffers configuration (the Megatron-LM runs pass no --tp-comm-overlap-cfg,
     so TE's defaults: 7.1B -14.1% -> -12.3%, 16B +1.2% -> +2.8%, 32B +29.2% -> +30.9%; the NeMo 24.07 runs the
     configuration their NeMo-Framework-Launcher 24.07 model file loads: GPT-3 20B -9.9 -> -8.9%, Nemotron 8B
-    -16.2 -> -15.0%, 22B -5.2 -> -4.0%). These bounds only catch regressions."""
+    -16.2 -> -15.0%, 22B -5.2 -> -4.0%); 12.06 / 30.87 with the Nemotron-340B run's bf16 gradients (its launcher
+    config sets optim.grad_sync_dtype: bf16: +0.43% -> -7.69%, 85.1 -> 74.3 GiB, still no fit). These bounds only
+    catch regressions."""
     groups = {g.group: g for g in held_out_2.groups}
     assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
-    assert held_out_2.time_mean_abs_pct <= 11.7 and held_out_2.time_max_abs_pct <= 30.9
+    assert held_out_2.time_mean_abs_pct <= 12.1 and held_out_2.time_max_abs_pct <= 30.9
     assert sum(r.fits for r in held_out_2.time) >= 16
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 11.68% mean / 30.87% max after the changes "
-                                      "since its first evaluation (NeMo 24.07 FP8 7.70 / 21.06, Megatron-Core H100 "
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 12.06% mean / 30.87% max after the changes "
+                                      "since its first evaluation (NeMo 24.07 FP8 8.30 / 21.06, Megatron-Core H100 "
                                       "16.30 / 30.87, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):

@@ -38,7 +38,7 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    from phaze.api import DEFAULT_TP_OVERLAP_CONFIG
+    from phaze.api import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
@@ -63,6 +63,11 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         "overlap uses, as the framework was set up (not searched); te-default for runs that name "
                         "none; names and sources in phaze/cost/data/tp_overlap_configs.json "
                         f"(default: {DEFAULT_TP_OVERLAP_CONFIG})")
+    p.add_argument("--grad-dtype", choices=GRAD_DTYPES, default=DEFAULT_GRAD_DTYPE,
+                   help="number format of the gradient buffer, its data-parallel reduce and the wgrad accumulation "
+                        "(Adam's state stays fp32): fp32 as Megatron-LM's main grads, bf16 as NeMo's "
+                        "grad_sync_dtype: bf16 (half the gradient bytes); a numerics choice, not searched by plan "
+                        f"(default: {DEFAULT_GRAD_DTYPE})")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
                         "--zero1 the parameter all-gather with the next forward (default: off)")

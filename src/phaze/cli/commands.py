@@ -162,7 +162,7 @@ def cmd_schedule(args) -> int:
 
 def _runtime_kw(args) -> dict:
     return dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
-                tp_overlap_config=args.tp_overlap_config,
+                tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
                 dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib)
 
 

@@ -22,7 +22,7 @@ from typing import Literal
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, TrainSetting
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, TrainSetting
 
 TimeModel = Literal["auto", "scheduled", "sequential"]
 LAYER_KINDS = ("embedding", "block", "head")
@@ -162,8 +162,9 @@ def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
 def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
     """Every microbatch's weight gradients are added into the persistent gradient buffer (Megatron-LM's
     fp32 ``main_grad``, fused into the wgrad GEMM epilogue as an fp32 C read + write with
-    gradient-accumulation fusion): a read and a write of the layer's gradient bytes at the achievable HBM
-    bandwidth, not overlapped (a wave's epilogues all stream at once). GPU (sequential) model only."""
+    gradient-accumulation fusion; a bf16 buffer with ``grad_dtype`` "bf16", so half the bytes): a read and
+    a write of the layer's gradient bytes at the achievable HBM bandwidth, not overlapped (a wave's
+    epilogues all stream at once). GPU (sequential) model only."""
     if grad_bytes <= 0:
         return 0.0
     return 2.0 * grad_bytes / (accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
@@ -253,14 +254,17 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
                 recompute: str, seq_len: int | None = None, *, attention: str = "standard",
                 precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
-                tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG) -> TrainSetting:
+                tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
+                grad_dtype: str = DEFAULT_GRAD_DTYPE) -> TrainSetting:
     """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
-    configuration only where it overlaps (else the default: one cache entry for the same costs)."""
+    configuration only where it overlaps (else the default: one cache entry for the same costs); the
+    gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step)."""
     sp = bool(sequence_parallel and tp > 1)
     ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
                         sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
-                        tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG)
+                        tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG,
+                        grad_dtype=grad_dtype)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

@@ -12,7 +12,8 @@ from typing import Iterable, Mapping
 
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import ATTENTION_KINDS, DEFAULT_TP_OVERLAP_CONFIG, PRECISIONS
+from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES,
+                                   PRECISIONS)
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,9 @@ class Plan:
     Transformer Engine userbuffers configuration it runs with, ``phaze.cost.userbuffers``), ``dp_overlap`` (the gradient
     reduce overlapped with the last backward, bucketed; with ZeRO-1 also the parameter all-gather with the
     next step's first forward, as Megatron-Core's ``overlap_param_gather``), ``cp`` (context parallelism: each sequence split
-    over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp).
+    over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp),
+    ``grad_dtype`` (the gradient buffer's format with Adam, "fp32" or "bf16": its bytes in memory, the DP
+    reduce, the wgrad accumulation and the optimizer step; ``phaze.workload.memory.ADAM_GRAD_BYTES``).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -49,6 +52,7 @@ class Plan:
     dp_overlap: bool = False
     cp: int = 1
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
+    grad_dtype: str = DEFAULT_GRAD_DTYPE
 
     def __post_init__(self) -> None:
         from phaze.cost.userbuffers import get_ub_config
@@ -62,6 +66,8 @@ class Plan:
             raise ConfigError(f"plan: attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"plan: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.grad_dtype not in GRAD_DTYPES:
+            raise ConfigError(f"plan: grad_dtype must be one of {', '.join(GRAD_DTYPES)}, got {self.grad_dtype!r}")
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
@@ -140,6 +146,8 @@ class Plan:
                 s += f"={self.tp_overlap_config}"
         if self.dp_overlap and self.dp > 1:
             s += " dp-overlap"
+        if self.grad_dtype != DEFAULT_GRAD_DTYPE:
+            s += f" grads={self.grad_dtype}"
         return s
 
     def to_dict(self) -> dict:
@@ -149,7 +157,7 @@ class Plan:
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
                 "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
-                "dp_overlap": self.dp_overlap, "cp": self.cp,
+                "dp_overlap": self.dp_overlap, "cp": self.cp, "grad_dtype": self.grad_dtype,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

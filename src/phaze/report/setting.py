@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 from phaze.units import GiB, MiB
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG
 
 
 
@@ -94,6 +94,9 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
             ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
              if rt["dp_overlap"]
              else "off: the gradient reduce runs after the backward"),
+            ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation (Adam state still fp32)"
+             if rt.get("grad_dtype", DEFAULT_GRAD_DTYPE) == "bf16"
+             else "fp32: Megatron's fp32 main grads, reduced in fp32"),
             ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
 

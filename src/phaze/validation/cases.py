@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -120,6 +120,7 @@ class TimeCase:
     sequence_parallel: bool = False
     cp: int = 1  # context parallelism
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.userbuffers)
+    grad_dtype: str = DEFAULT_GRAD_DTYPE  # the run's gradient buffer / DP reduce format (fp32 or bf16)
 
     @property
     def label(self) -> str:

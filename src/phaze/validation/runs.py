@@ -10,6 +10,7 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "interleave": 1, "recompute": "full", "sequence_parallel": false, "zero1": false,
     "attention": "standard", "precision": "fp16", "tp_comm_overlap": false, "overlap_grad_reduce": false,
     "tp_comm_overlap_config": "te-default" (optional: the userbuffers configuration, default nemo-gpt3-175b-h100),
+    "grad_dtype": "bf16" (optional: the gradient buffer and DP reduce format, default fp32),
     "measured_iteration_time_s": 3.528, "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
 """
@@ -51,6 +52,9 @@ class _Run(BaseModel):
     # the evidence for it goes into the run's source / assumptions
     tp_comm_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     overlap_grad_reduce: bool
+    # the gradient buffer / DP reduce format: fp32 (Megatron-LM, NeMo's default grad_sync_dtype) unless the run's
+    # configuration says bf16 (its source in the run's assumptions)
+    grad_dtype: Literal["fp32", "bf16"] = "fp32"
     measured_iteration_time_s: Annotated[float, Field(gt=0)]
     conversion: str = ""
     assumptions: list[str] = []
@@ -98,6 +102,6 @@ def runs_from_mapping(data: Any, source: str):
                             precision=r.precision, tp_overlap=r.tp_comm_overlap and r.sequence_parallel,
                             dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
                             sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp,
-                            tp_overlap_config=r.tp_comm_overlap_config))
+                            tp_overlap_config=r.tp_comm_overlap_config, grad_dtype=r.grad_dtype))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

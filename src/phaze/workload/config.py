@@ -22,6 +22,13 @@ PRECISIONS: tuple[str, ...] = ("fp16", "bf16", "fp8")
 # The Transformer Engine userbuffers configuration a TP-overlapped run uses unless it names another (the named
 # configurations and their sources: phaze/cost/data/tp_overlap_configs.json, read by phaze.cost.overlap).
 DEFAULT_TP_OVERLAP_CONFIG = "nemo-gpt3-175b-h100"
+# The number format of the gradient buffer, its data-parallel reduce and the wgrad accumulation (with the
+# "adam" mixed-precision optimizer). "fp32": Megatron-LM with --bf16 forces fp32 accumulation and reduce
+# (accumulate_allreduce_grads_in_fp32), NeMo 1.x defaults optim.grad_sync_dtype to fp32. "bf16": NeMo's
+# ``optim.grad_sync_dtype: bf16`` (NeMo-Framework-Launcher conf/training/nemotron/nemotron_340b.yaml) or NeMo
+# 2.0's ``grad_reduce_in_fp32 = False`` (nemo/collections/llm/recipes/llama3_8b.py performance recipe).
+GRAD_DTYPES: tuple[str, ...] = ("fp32", "bf16")
+DEFAULT_GRAD_DTYPE = "fp32"
 
 
 @dataclass(frozen=True)
@@ -165,8 +172,9 @@ VARIANT_DEFAULTS: dict[str, object] = {
 class TrainSetting:
     """How one layer is run: microbatch size, sequence length, tensor-parallel width, sequence
     parallelism (Korthikanti et al. 2022), activation recomputation mode, the attention kernel, the GEMM
-    number format and whether the tensor-parallel collectives overlap the GEMMs next to them
-    (Transformer Engine userbuffers; needs sequence parallelism)."""
+    number format, whether the tensor-parallel collectives overlap the GEMMs next to them
+    (Transformer Engine userbuffers; needs sequence parallelism) and the gradients' number format
+    (``grad_dtype``, one of GRAD_DTYPES)."""
 
     microbatch_size: int
     seq_len: int
@@ -180,6 +188,7 @@ class TrainSetting:
     cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
     # which userbuffers configuration the overlap runs with (a name of phaze.cost.userbuffers.ub_config_names())
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
+    grad_dtype: str = DEFAULT_GRAD_DTYPE  # the gradient buffer's format (GRAD_DTYPES; phaze.workload.memory)
 
     def __post_init__(self) -> None:
         for field in ("microbatch_size", "seq_len", "tp", "cp"):
@@ -192,6 +201,8 @@ class TrainSetting:
             raise ConfigError(f"attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
         if self.precision not in PRECISIONS:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
+        if self.grad_dtype not in GRAD_DTYPES:
+            raise ConfigError(f"grad_dtype must be one of {', '.join(GRAD_DTYPES)}, got {self.grad_dtype!r}")
         if self.cp > 1 and self.attention != "flash":
             raise ConfigError("context parallelism needs flash attention (ring attention is built on the fused "
                               "kernel, as in Transformer Engine); use --attention flash")

@@ -21,6 +21,11 @@ from phaze.workload.traced import TracedModel, traced_activation_bytes
 # adam: fp16 weight, fp32 main grad, fp32 master copy + m + v (Megatron mixed precision: 18 B/param,
 # which reproduces Korthikanti et al. Fig. 1); sgd: the Phaze reference (fp16 weight and grad, no state).
 OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2, 0)}
+# Adam's gradient bytes per parameter by the setting's ``grad_dtype``: "fp32" the main grad above; "bf16" a
+# 16-bit gradient buffer (NeMo ``optim.grad_sync_dtype: bf16`` / Megatron-Core ``grad_reduce_in_fp32=False``:
+# the buffer, its DP reduce-scatter and the wgrad accumulation are bf16, while the distributed optimizer keeps
+# its fp32 master weights and m, v: the 12 B of state are unchanged).
+ADAM_GRAD_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2}
 ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
 # FP8 weights per parameter: Transformer Engine with FP8 parameters (NeMo's ``fp8_params=True``, as its H100
 # recipes set: github NVIDIA/dgxc-benchmarking llama3.1/configure.sh) keeps each linear weight as an FP8
@@ -149,8 +154,20 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
     return terms
 
 
+def bytes_per_param(optimizer: str, setting: TrainSetting) -> tuple[int, int, int]:
+    """(weight, gradient, optimizer state) bytes per parameter: ``OPTIMIZERS``, with Adam's gradient at the
+    setting's ``grad_dtype`` (``ADAM_GRAD_BYTES``). "sgd" (the Phaze reference, 16-bit everything) keeps its
+    2-byte gradient whatever ``grad_dtype`` says."""
+    wb, gb, ob = OPTIMIZERS[optimizer]
+    if optimizer == "adam":
+        gb = ADAM_GRAD_BYTES[setting.grad_dtype]
+    return wb, gb, ob
+
+
 def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimizer: str = "adam") -> LayerMemory:
-    """Per-device memory of ``layer`` under ``setting`` (see module docstring for the activation model)."""
+    """Per-device memory of ``layer`` under ``setting`` (see module docstring for the activation model).
+    Gradients at ``bytes_per_param``: Adam's 4 B fp32 main grad, 2 B with ``setting.grad_dtype`` "bf16";
+    SGD's 2 B either way."""
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
     if layer not in LAYERS:
@@ -160,7 +177,7 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
         return _traced_memory(model, setting, layer, optimizer)
     t = setting.tp
     params = layer_params(model, layer, t)
-    wb, gb, ob = OPTIMIZERS[optimizer]
+    wb, gb, ob = bytes_per_param(optimizer, setting)
     if layer == "block" and setting.precision == "fp8":
         wb = FP8_WEIGHT_BYTES  # the FP8 weight and its transpose replace the 16-bit weight
     terms = activation_terms(model, setting, layer)
@@ -186,7 +203,7 @@ def _traced_memory(model: TracedModel, setting: TrainSetting, layer: str, optimi
     """A traced layer's memory (``phaze.workload.traced``): its parameters at the optimizer's bytes per
     parameter, the tensors its backward reads, and one block's output as the pipeline boundary."""
     lay = model.layer(layer)
-    wb, gb, ob = OPTIMIZERS[optimizer]
+    wb, gb, ob = bytes_per_param(optimizer, setting)
     kept, total = traced_activation_bytes(model, setting, layer)
     return LayerMemory(
         params=lay.params, weight_bytes=wb * lay.params, grad_bytes=gb * lay.params, optimizer_bytes=ob * lay.params,
