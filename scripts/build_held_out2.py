@@ -94,17 +94,35 @@ UB = {
                                "tp_overlap file: not established; phaze's default kept"),
 }
 
-# Launcher configs that set the gradients' format (optim.grad_sync_dtype). NeMo 24.07 reduces in fp32 unless it
-# says bf16: with distributed_fused_adam (every config of tag 24.07) Apex DistributedFusedAdam defaults
-# grad_sync_dtype to its fp32 state dtype (apex/contrib/optimizers/distributed_fused_adam.py); with
+# The gradients' format (optim.grad_sync_dtype) of each run. NeMo 24.07 reduces in fp32 unless told bf16: with
+# distributed_fused_adam (every config of tag 24.07) Apex DistributedFusedAdam defaults grad_sync_dtype to its
+# fp32 state dtype and keeps its gradient buffer (param.main_grad, where Transformer Engine's wgrad GEMM
+# accumulates) in grad_sync_dtype (apex/contrib/optimizers/distributed_fused_adam.py, _init_grad_buffer); with
 # mcore_distributed_optim NeMo sets grad_reduce_in_fp32=(cfg.optim.get('grad_sync_dtype', 'fp32') == 'fp32')
 # (nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py line 541 at NVIDIA/NeMo commit 070a0bb).
-# Of this table's configs only nemotron_340b sets it, to bf16 (line 161 at tag 24.07 commit 8325688; line 167 at
-# commit 26e42fa9).
+# Of the launcher model configs only nemotron_340b sets it, to bf16 (line 161 at tag 24.07 commit 8325688). The
+# launcher's H100 FP8 example scripts of the same tag (examples/training/{gpt,llama}/h100/*_fp8*.sh: 5b_fp8_8node,
+# 20b_fp8_8node, 175b_fp8_16node, llama2_{7b,13b,70b}_fp8, llama3_{8b,70b}_fp8) all add
+# +training.model.optim.grad_sync_dtype=bf16 (commit e743722a "Added to example configs", 2024-04-10), and the
+# Nemotron ones do not (79f92438 "Removed grad_sync_dtype from Nemotron models", the same day). The table names
+# no scripts; its GPT-3 5B, Llama 2 70B, Llama 3 8B / 70B rows have exactly their scripts' node count and batch,
+# so we take each family's script setting.
+_EX = ("NeMo-Framework-Launcher 24.07 examples/training/{ex}.sh (the launcher's H100 FP8 example for this model) "
+       "adds +training.model.optim.grad_sync_dtype=bf16; the table names no script, so its setting is assumed "
+       "(the gradient buffer, its reduce-scatter and the wgrad accumulation in bf16; fp32 master weights and Adam "
+       "state as before) -> grad_dtype bf16")
 GRAD_SYNC_BF16 = {
     "nemotron/nemotron_340b": _L + " sets optim.grad_sync_dtype: bf16 (the gradient buffer, its reduce-scatter and "
                               "the wgrad accumulation in bf16; fp32 master weights and Adam state as before) -> "
                               "grad_dtype bf16",
+    "gpt3/5b": _EX.format(ex="gpt/h100/5b_fp8_8node"),
+    "gpt3/20b": _EX.format(ex="gpt/h100/20b_fp8_8node"),
+    "gpt3/175b": _EX.format(ex="gpt/h100/175b_fp8_16node"),
+    "llama/llama2_7b": _EX.format(ex="llama/h100/llama2_7b_fp8"),
+    "llama/llama2_13b": _EX.format(ex="llama/h100/llama2_13b_fp8"),
+    "llama/llama2_70b": _EX.format(ex="llama/h100/llama2_70b_fp8"),
+    "llama/llama3_8b": _EX.format(ex="llama/h100/llama3_8b_fp8"),
+    "llama/llama3_70b": _EX.format(ex="llama/h100/llama3_70b_fp8"),
 }
 
 
@@ -118,7 +136,7 @@ def nemo_runs():
             "FFN, norm, activation, positions, bias, tied embeddings); GPT-3 vocabulary = GPT-2 BPE 50257",
             "precision fp8 (the table is FP8: Transformer Engine hybrid E4M3/E5M2, delayed scaling)",
             "fused attention (cuDNN via Transformer Engine, the NeMo 24.07 default) -> flash",
-            "distributed optimizer (optim mcore_distributed_optim) -> zero1; overlapped grad reduce (overlap_grad_sync)",
+            "distributed optimizer (optim distributed_fused_adam, Apex) -> zero1; overlapped grad reduce (overlap_grad_sync)",
             "sequence parallelism and TP-communication overlap (userbuffers) whenever TP > 1",
             f"activation recompute {recompute} (the launcher config's activations_checkpoint_granularity)",
         ]
