@@ -254,7 +254,9 @@ def document() -> dict:
                       "FP8 pre-training on DGX H100 (12 runs, 10 models), Megatron-Core r0.8 H100 weak scaling (the "
                       "4 rows with PP = 1) and MT-NLG 530B on DGX A100 (3 runs). phaze's constants are never set "
                       "from these; the set was evaluated once, after the mechanism work was finished. Same fields "
-                      "as held_out_runs.json; built by scripts/build_held_out2.py."),
+                      "as held_out_runs.json; built by scripts/build_held_out2.py. Run data amended since its first "
+                      "evaluation, each from the run's own configuration, never from its error: the userbuffers "
+                      "configuration (tp_comm_overlap_config) and the gradient format (grad_dtype)."),
             "runs": nemo_runs() + mlm_runs() + mtnlg_runs()}
 
 
