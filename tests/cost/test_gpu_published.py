@@ -1,10 +1,15 @@
-"""The GPU GEMM model against a published Hopper GEMM benchmark: Transformer Engine's GEMM profiling tutorial
-(github NVIDIA/TransformerEngine docs/examples/gemm_profiling/gemm_profiling.rst, commit 1609c89, "Worked
-Example: 5B Model on H200"): the 12 linear GEMMs of one layer (hidden 4096, FFN 16384, 32 heads, M = 31 x 512
-= 15,872 tokens) on an H200 NVL, BF16 31.968 ms and raw FP8 (pre-quantized CurrentScaling) 16.785 ms per layer.
-The H200 NVL has the H100's GH100 SMs and tensor cores (132 SMs) at a lower datasheet clock: 835.5 TFLOP/s
-dense BF16 (1,671 with sparsity); HBM3e 4.8 TB/s. Our H100 preset re-clocked to that peak must reproduce both
-times with its own constants (the wave model, H100_MATRIX_EFFICIENCY and H100_FP8_MATRIX_FACTOR)."""
+"""The GPU GEMM and layer model against published Hopper measurements.
+
+1. Transformer Engine's GEMM profiling tutorial (github NVIDIA/TransformerEngine
+docs/examples/gemm_profiling/gemm_profiling.rst, commit 1609c89, "Worked Example: 5B Model on H200"): the 12
+linear GEMMs of one layer (hidden 4096, FFN 16384, 32 heads, M = 31 x 512 = 15,872 tokens) on an H200 NVL, BF16
+31.968 ms and raw FP8 (pre-quantized CurrentScaling) 16.785 ms per layer. The H200 NVL has the H100's GH100 SMs
+and tensor cores (132 SMs) at a lower datasheet clock: 835.5 TFLOP/s dense BF16 (1,671 with sparsity); HBM3e
+4.8 TB/s. Our H100 preset re-clocked to that peak reproduces both times with the wave model at an in-wave
+efficiency of 0.746 (the H200 NVL's own; the FP8 rate H100_FP8_MATRIX_FACTOR is this benchmark's ratio).
+2. Transformer Engine's getting-started tutorial (docs/getting_started/getting_started_pytorch.py / .out, commit
+a97674070, "on an NVIDIA H100 GPU"): one GPT layer forward + backward on one H100, the measurement
+H100_MATRIX_EFFICIENCY is set from; its FP8 run is a check the constant was not set from."""
 import dataclasses
 
 import pytest
@@ -15,8 +20,10 @@ from phaze.workload.ops import Gemm
 
 M, H, F = 15_872, 4096, 16_384
 SHAPES = {"qkv": (H, 3 * H), "proj": (H, H), "up": (H, F), "down": (F, H)}  # (in, out) features
+H200_NVL_MATRIX_EFFICIENCY = 0.746  # the H200 NVL's in-wave efficiency: reproduces the benchmark below
 H200_NVL = dataclasses.replace(H100_80G, name="h200-nvl", freq_hz=835.5e12 / (132 * 4 * 512 * 2),
-                               hbm_bandwidth_Bps=4.8e12, op_overhead_s=0.0)
+                               hbm_bandwidth_Bps=4.8e12, op_overhead_s=0.0,
+                               matrix_efficiency=H200_NVL_MATRIX_EFFICIENCY)
 
 
 def layer_gemms(e: int) -> list[Gemm]:
@@ -63,3 +70,29 @@ def test_fp8_autocast_layer_time_matches_the_published_h200_benchmark():
     assert layer_ms(1) + 1e3 * cast_s == pytest.approx(18.978, rel=0.01)
     amax_s = 2.0 * (inputs + weights) / hbm_Bps
     assert layer_ms(1) + 1e3 * (cast_s + amax_s) == pytest.approx(20.285, rel=0.01)
+
+
+def _te_getting_started_layer_ms(precision: str) -> float:
+    """Our model of the tutorial's layer: hidden 4096, FFN 16384, 32 heads, sequence 2048 x batch 8, GELU,
+    LayerNorm, biases, dropout 0.1, causal fused attention, one GPU; its gradients accumulate in the 16-bit
+    .grad (plain autograd), hence grad_dtype bf16. Forward + backward of the block on the h100-80g preset."""
+    from phaze.placement.layer_costs import compute_layer_costs, setting_for
+    from phaze.workload.config import ModelConfig
+    model = ModelConfig(name="te-getting-started", num_layers=1, hidden=4096, heads=32, ffn=16_384, vocab=50_304,
+                        seq_len=2048)
+    s = setting_for(model, 8, 1, False, "none", attention="flash", precision=precision, grad_dtype="bf16")
+    c = compute_layer_costs(model, H100_80G, s, None, "sequential")
+    return 1e3 * (c.block.fwd_s + c.block.bwd_s)
+
+
+def test_h100_layer_time_matches_the_published_te_tutorial():
+    """H100_MATRIX_EFFICIENCY (0.670) is the value at which this layer takes the tutorial's "TE Unfused + TE
+    Attention" 35.709 ms (BF16; TE LayerNorm and Linear, TE DotProductAttention). Its FP8 run ("TE Unfused + TE
+    Attention + FP8", 23.406 ms) is not fitted: the model gives 22.47 ms, 4% fast (the tutorial also re-casts
+    the FP8 weights every step, which training caches and we do not charge). The H200 NVL's 0.746 would give
+    32.4 ms: 9% fast."""
+    from phaze.hardware.presets import H100_MATRIX_EFFICIENCY
+    assert H100_80G.matrix_efficiency == H100_MATRIX_EFFICIENCY == 0.670
+    assert _te_getting_started_layer_ms("bf16") == pytest.approx(35.709, rel=0.005)
+    fp8_ms = _te_getting_started_layer_ms("fp8")
+    assert fp8_ms == pytest.approx(23.406, rel=0.05) and fp8_ms < 23.406

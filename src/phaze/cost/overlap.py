@@ -50,24 +50,25 @@ from phaze.workload.ops import Collective, Gemm, LayerGraph
 # all-gather, with CE option", benchmarks/distributed/bench_overlapped_matmul_allgather.py): an fp16
 # 8192 x 8192 x 8192 matmul and an independent all-gather of 64 MiB per rank (512 MiB out) over 8 GPUs take
 # 2.96 ms one after the other and 1.77 ms overlapped with NCCL's copy-engine collectives (NCCL_CTA_POLICY_ZERO:
-# no SM moves the data). Our models of the two pieces give 1.531 ms (GEMM, phaze.cost.gpu) and 1.326 ms
-# (all-gather at 0.8 of NVLink4), 2.857 ms one after the other: -3.5% of the measured 2.96 ms. Scaled to the
-# measurement the GEMM takes 1.586 ms and the all-gather 1.374 ms; a free overlap would take the longer, 1.586
-# ms, and the measured 1.77 ms is 0.184 ms more: 0.134 s per second of transfer. (The same run with NCCL's
+# no SM moves the data). Our models of the two pieces give 1.713 ms (GEMM, phaze.cost.gpu) and 1.326 ms
+# (all-gather at 0.8 of NVLink4), 3.039 ms one after the other: +2.7% of the measured 2.96 ms. Scaled to the
+# measurement the GEMM takes 1.669 ms and the all-gather 1.291 ms; a free overlap would take the longer, 1.669
+# ms, and the measured 1.77 ms is 0.101 ms more: 0.078 s per second of transfer. (With the H100 GEMM
+# efficiency of 0.75 used until 2026-12-02 the GEMM was 1.531 ms and this figure 0.134.) (The same run with NCCL's
 # kernels on SMs took 2.02 ms: NCCL_KERNEL_INTERFERENCE below; Transformer Engine's own overlap kernels hold
 # the SMs of their userbuffers configuration instead.) Measured on H100 only and applied to every NVLink transfer that overlaps
 # compute: the TP collectives and, through nccl_interference, the context-parallel K/V ring and the overlapped
 # DP sync (scaled to its link's rate), on A100 too (no A100 figure).
-_SCALE = 2.96 / (1.531 + 1.326)
-TRANSFER_INTERFERENCE = (1.77 - 1.531 * _SCALE) / (1.326 * _SCALE)
-# The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.374 ms it took;
+_SCALE = 2.96 / (1.7134 + 1.326)
+TRANSFER_INTERFERENCE = (1.77 - 1.7134 * _SCALE) / (1.326 * _SCALE)
+# The rate of that transfer: a ring all-gather sends 7 of the 8 shards of 64 MiB, in the 1.291 ms it took;
 # and the memory system it shared: H100 SXM's HBM3 (the h100-80g preset: 3.35 TB/s datasheet) at its achievable
 # fraction.
 MEASURED_TRANSFER_Bps = 7 * 64 * MiB / (1.326e-3 * _SCALE)
 MEASURED_HBM_Bps = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
 # NCCL runs its collectives as kernels on the SMs (unless told to use the copy engines, as above), and while
 # they run the GEMM beside them has fewer SMs. The same measurement with NCCL's default kernels took 2.02 ms
-# instead of 1.77: 0.25 ms more for 1.374 ms of transfer, 0.182 s per second of collective, on top of
+# instead of 1.77: 0.25 ms more for 1.291 ms of transfer, 0.194 s per second of collective, on top of
 # TRANSFER_INTERFERENCE. The kernels hold their SMs for as long as the collective lasts, whatever the link
 # moves, so this part carries over to a slower link (the data-parallel reduce over InfiniBand); the transfer
 # part scales with the share of the chip's memory bandwidth the link's bytes take (``transfer_interference``).
@@ -85,7 +86,7 @@ def transfer_interference(link_Bps: float, hbm_Bps: float) -> float:
     """Seconds of compute lost per second a transfer of ``link_Bps`` per device runs beside it on a chip of
     achievable HBM bandwidth ``hbm_Bps``: every byte the link moves is read or written in HBM, so the loss
     scales with the share of the memory bandwidth the transfer takes, TRANSFER_INTERFERENCE at the measured
-    share (342 GB/s beside H100's 3.0 TB/s); at most 1 (the compute stalls)."""
+    share (364 GB/s beside H100's 3.0 TB/s); at most 1 (the compute stalls)."""
     share = (link_Bps / hbm_Bps) / (MEASURED_TRANSFER_Bps / MEASURED_HBM_Bps)
     return min(1.0, TRANSFER_INTERFERENCE * share)
 
