@@ -130,7 +130,8 @@ H100_ATTENTION_EFFICIENCY = 0.35
 # Example: 5B Model on H200") times the 12 linear GEMMs of one layer (hidden 4096, FFN 16384, M = 15,872
 # tokens) on an H200 NVL (the same GH100 SMs and tensor cores; 835.5 TFLOP/s dense BF16 datasheet): BF16
 # 31.968 ms per layer = 600 TFLOP/s = 71.8% of its peak, which our tile/wave model reproduces at an in-wave
-# efficiency of 0.746 (tests/cost/test_gpu_published.py; H200 NVL, not this preset's H100 SXM5: see H100_MATRIX_EFFICIENCY above).
+# efficiency of 0.746 (tests/cost/test_gpu_published.py; an H200 NVL figure, not this preset's H100 SXM5:
+# see H100_MATRIX_EFFICIENCY above).
 # FP8 tensor cores: the datasheet's 1,979 vs 989 TFLOP/s dense is 2.0x, but the same benchmark's raw FP8
 # GEMMs (pre-quantized inputs, FP8 CurrentScaling) take 16.785 ms for that layer: 31.968 / 16.785 = 1.90x
 # the BF16 rate at the same shapes (the cast/transpose kernels around them: phaze.cost.gpu_framework).
