@@ -96,3 +96,12 @@ def test_h100_layer_time_matches_the_published_te_tutorial():
     assert _te_getting_started_layer_ms("bf16") == pytest.approx(35.709, rel=0.005)
     fp8_ms = _te_getting_started_layer_ms("fp8")
     assert fp8_ms == pytest.approx(23.406, rel=0.05) and fp8_ms < 23.406
+
+
+def test_h100_layer_matches_the_jax_run_of_the_same_tutorial():
+    """The tutorial's JAX twin (docs/getting_started/getting_started_jax.py / .out, same commit: the same layer,
+    hidden 4096, FFN 16384, 32 heads, sequence 2048 x batch 8, BF16, on the H100) is a second measurement the
+    constant was not set from: "TE Unfused + TE Attention" 35.054 ms (ours 35.71, +1.9%), its FP8 run 22.638 ms
+    (ours 22.47, -0.7%)."""
+    assert _te_getting_started_layer_ms("bf16") == pytest.approx(35.054, rel=0.025)
+    assert _te_getting_started_layer_ms("fp8") == pytest.approx(22.638, rel=0.02)

@@ -105,7 +105,8 @@ A100_MATRIX_EFFICIENCY = 0.80
 # that layer (phaze's GPT block, flash attention at H100_ATTENTION_EFFICIENCY, the vector ops at the HBM
 # bandwidth) takes 35.709 ms at 0.670 (tests/cost/test_gpu_published.py); we read the part as the SXM5 of this
 # preset (NVIDIA's pyxis cluster that ran it is not named). Checked, not fitted: the tutorial's FP8 run of the
-# same layer (23.406 ms; model -4%), and an 8 x H100 SXM fp16 8192^3 matmul followed by an all-gather
+# same layer (23.406 ms; model -4%), its JAX twin (BF16 35.054 ms, +1.9%; FP8 22.638 ms, -0.7%), and an
+# 8 x H100 SXM fp16 8192^3 matmul followed by an all-gather
 # (pytorch PR #172714, 2.96 ms; model +2.7%; 0.75 gave -3.5%). The same GEMMs reach 0.746 of an H200 NVL's peak
 # (below): the fraction of the datasheet peak a GH100 sustains differs by part (the H200 NVL's 835.5 TFLOP/s are
 # quoted at a lower clock than the SXM5's 989), so each takes its own measurement. 0.75 until 2026-12-02.
