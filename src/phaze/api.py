@@ -315,7 +315,7 @@ def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
              grad_dtype: str = DEFAULT_GRAD_DTYPE) -> float:
     """Check the runtime choices at the edge; the memory reserve in bytes."""
     from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES
-    from phaze.workload.config import ATTENTION_KINDS, GRAD_DTYPES, PRECISIONS
+    from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
 
     if attention not in ATTENTION_KINDS:
         raise ConfigError(f"--attention: unknown kernel {attention!r}; use {' or '.join(ATTENTION_KINDS)}")
