@@ -97,11 +97,13 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
                    activation_bytes=0.0)
         working, sends, has_e, has_h = 0.0, 0.0, False, False
+        chunk_act = []
         for j, r in enumerate(plan.chunks_of(i)):
             k = i + j * p
             e, nb, h = _layer_counts(r, n_layers)
             has_e, has_h = has_e or bool(e), has_h or bool(h)
             s = st.stage_sums(c, e, nb, h)
+            chunk_act.append(float(s.activation_bytes))
             for f in acc:
                 acc[f] = acc[f] + float(getattr(s, f))
             working = max(working, float(s.working_bytes))
@@ -112,7 +114,9 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         sums = st.StageSums(working_bytes=working, **acc)
         tied = st.tied_static_bytes(c) if has_e and has_h else 0.0
         inflight = st.in_flight_microbatches(i, p, m, v)
-        mem = float(st.stage_memory(sums, inflight, d, plan.zero1, tied))
+        act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
+                    else inflight * float(sums.activation_bytes))
+        mem = float(st.stage_memory(sums, inflight, d, plan.zero1, tied, act_peak))
         sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, plan.zero1))
         if has_e != has_h:
             sync += st.tied_sync_s(c, topo)
@@ -128,7 +132,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=sums.weight_bytes,
             grad_bytes=sums.grad_bytes,
             optimizer_bytes=sums.optimizer_bytes / d if plan.zero1 else sums.optimizer_bytes,
-            activation_bytes=inflight * sums.activation_bytes, working_bytes=working,
+            activation_bytes=act_peak, working_bytes=working,
             in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
             optimizer_step_s=opt))
     pipeline = st.pipeline_time_s(T, m, v)

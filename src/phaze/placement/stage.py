@@ -200,10 +200,12 @@ def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0):
-    """Peak bytes on one device of the stage."""
+def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0, activation_peak_bytes=None):
+    """Peak bytes on one device of the stage: ``in_flight`` x its activations, or ``activation_peak_bytes``
+    when given (the interleaved schedule's chunk-by-chunk peak)."""
     opt = s.optimizer_bytes / dp if zero1 else s.optimizer_bytes
-    return s.weight_bytes + s.grad_bytes + opt - tied_bytes + in_flight * s.activation_bytes + s.working_bytes
+    act = in_flight * s.activation_bytes if activation_peak_bytes is None else activation_peak_bytes
+    return s.weight_bytes + s.grad_bytes + opt - tied_bytes + act + s.working_bytes
 
 
 # Megatron-LM's gradient buckets: DistributedDataParallelConfig.bucket_size defaults to
@@ -259,14 +261,47 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s
     return float(out) if np.ndim(out) == 0 else out
 
 
+def interleaved_warmup_forwards(stage: int, pp: int, m: int, v: int) -> int:
+    """Forwards (of model chunks) stage ``stage`` runs before its first backward in Megatron's interleaved
+    schedule (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving,
+    Megatron-Core r0.8): (p - i - 1) * 2 + (v - 1) * p, capped by the m * v forwards; all of them when
+    m == p (the schedule then runs every forward before any backward)."""
+    if m == pp:
+        return m * v
+    return min((pp - stage - 1) * 2 + (v - 1) * pp, m * v)
+
+
 def in_flight_microbatches(stage: int, pp: int, m: int, v: int) -> float:
     """Microbatches whose activations stage ``stage`` stashes at its peak.
-    1F1B: min(p - i, m). Interleaved (Megatron): (p - i - 1) * 2 + (v - 1) * p + 1 virtual-stage forwards
-    in flight, capped by m*v, each holding 1/v of the device's layers; for stage 0 that is
-    p * (1 + (p-1)/(p*v)) microbatches (Korthikanti et al. 2022, sec. 4.2.3)."""
+    1F1B: min(p - i, m). Interleaved (Megatron): the warmup forwards (``interleaved_warmup_forwards``) + 1
+    virtual-stage forwards in flight, capped by m*v, each holding 1/v of the device's layers when its chunks
+    are alike; for stage 0 that is p * (1 + (p-1)/(p*v)) microbatches (Korthikanti et al. 2022, sec. 4.2.3).
+    Chunks that differ (the embedding's, the head's) are stashed per chunk:
+    ``interleaved_peak_activation_bytes``."""
     if v <= 1:
         return float(min(pp - stage, m))
-    return min((pp - stage - 1) * 2 + (v - 1) * pp + 1, m * v) / v
+    return min(interleaved_warmup_forwards(stage, pp, m, v) + 1, m * v) / v
+
+
+def interleaved_peak_activation_bytes(stage: int, pp: int, m: int, chunk_bytes) -> float:
+    """Peak stashed activation bytes of stage ``stage`` under Megatron's interleaved schedule, chunk by chunk
+    (``chunk_bytes[j]``: one microbatch's activations of the stage's model chunk j, v = len(chunk_bytes)).
+
+    The schedule runs the stage's m * v chunk forwards in groups of p microbatches per chunk, chunk 0 to v-1
+    (forward k is chunk (k mod p*v) // p), and its backwards in the same groups from chunk v-1 down; after
+    the warmup forwards it alternates one forward, one backward. A forward stashes its chunk's activations,
+    the backward of that chunk and microbatch frees them. So the last stage's last chunk (the LM head's
+    logits) holds one microbatch while its first chunks hold p each, and the peak is the largest running
+    sum after a forward. For alike chunks it equals ``in_flight_microbatches`` x the stage's activations."""
+    a = np.asarray(chunk_bytes, dtype=float)
+    v = len(a)
+    n = m * v
+    w = interleaved_warmup_forwards(stage, pp, m, v)
+    chunk = (np.arange(n) % (pp * v)) // pp
+    fwd = np.concatenate(([0.0], np.cumsum(a[chunk])))  # stashed by the first k forwards
+    bwd = np.concatenate(([0.0], np.cumsum(a[v - 1 - chunk])))  # freed by the first k backwards
+    steady = fwd[w + 1:] - bwd[:n - w]  # after the forward of each 1F1B step, before its backward
+    return float(max(fwd[w], steady.max())) if steady.size else float(fwd[w])
 
 
 def bottleneck_weight(m: int, v: int = 1) -> float:
