@@ -1,18 +1,12 @@
 """scripts/deepspeed_schedule_check.py: the replay of DeepSpeed's TrainSchedule with blocking p2p, on cases
 small enough to check by hand, and its README claim (no slower than ideal 1F1B at MT-NLG's shape)."""
-import importlib.util
-from pathlib import Path
-
 import pytest
+from script_loader import load_script
 
 
 @pytest.fixture(scope="module")
 def ds():
-    path = Path(__file__).resolve().parents[2] / "scripts" / "deepspeed_schedule_check.py"
-    spec = importlib.util.spec_from_file_location("deepspeed_schedule_check", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("deepspeed_schedule_check")
 
 
 def test_each_stage_runs_every_microbatch_once_each_way(ds):
