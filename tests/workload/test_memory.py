@@ -117,3 +117,15 @@ def test_recompute_working_bytes_and_total_param_consistency():
         total = sum(layer_params(mm, layer, 1, mm.vocab) for layer in mm.layer_sequence())
         tied = mm.vocab * (mm.embed_proj_dim or mm.hidden) if mm.tied_embeddings else 0
         assert total - tied == param_count(mm)
+
+
+def test_head_holds_its_16_bit_logits_beside_the_fp32_copy():
+    # Llama-2-7B, t = 2, microbatch 2, sequence 4096: the vocabulary 32000 padded to a multiple of 128 x 2
+    # (32000 already is) and split over 2 devices -> 16000 logits per token; 2 x 4096 x 16000 x 2 B transient
+    m = get_model("llama2-7b")
+    assert m.padded_vocab(2) == 32000
+    head = layer_memory(m, TrainSetting(2, 4096, 2), "head")
+    assert head.recompute_working_bytes == 2 * 4096 * 16000 * 2
+    assert head.activation_bytes >= 4 * 2 * 4096 * 16000  # the fp32 copy is stashed, the 16-bit one is not
+    # only the head has logits: a block without recompute holds nothing transient
+    assert layer_memory(m, TrainSetting(2, 4096, 2), "block").recompute_working_bytes == 0

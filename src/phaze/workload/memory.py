@@ -38,7 +38,9 @@ FP8_WEIGHT_BYTES = 2
 class LayerMemory:
     """Per-device memory of one layer. ``activation_bytes`` is kept per microbatch for the backward;
     ``tied_params`` are also counted in the embedding layer (subtract them if both sit on one stage);
-    ``recompute_working_bytes`` is re-materialised transiently while this layer's backward runs."""
+    ``recompute_working_bytes`` is held transiently, beyond the stash, while this layer runs: the tensors its
+    backward re-materialises, and for the head the 16-bit logits beside their fp32 copy
+    (``head_transient_bytes``)."""
 
     params: int
     weight_bytes: int
@@ -154,6 +156,16 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
     return terms
 
 
+def head_transient_bytes(model: ModelConfig, setting: TrainSetting) -> int:
+    """Bytes the LM head holds beyond its stash while it runs: its 16-bit logits (e B per logit of the device's
+    vocabulary shard). The loss casts them to the fp32 copy it keeps (``cross_entropy.softmax``), and both
+    live until the forward returns (Megatron-Core ``GPTModel.forward`` keeps ``logits`` while
+    ``vocab_parallel_cross_entropy`` runs on ``logits.float()``); in the backward the fp32 gradient (written
+    over the softmax) is cast back to 16 bit for the LM-head GEMMs, again e B beside 4 B."""
+    b, s, t = setting.microbatch_size, setting.local_seq_len, setting.tp
+    return setting.bytes_per_element * b * s * (model.padded_vocab(t) // t)
+
+
 def bytes_per_param(optimizer: str, setting: TrainSetting) -> tuple[int, int, int]:
     """(weight, gradient, optimizer state) bytes per parameter: ``OPTIMIZERS``, with Adam's gradient at the
     setting's ``grad_dtype`` (``ADAM_GRAD_BYTES``). "sgd" (the Phaze reference, 16-bit everything) keeps its
@@ -195,7 +207,7 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
         boundary_fwd_bytes=0 if layer == "head" else boundary,
         boundary_bwd_bytes=0 if layer == "embedding" else boundary,
         tied_params=tied if layer == "head" and model.tied_embeddings else 0,
-        recompute_working_bytes=total - kept,
+        recompute_working_bytes=total - kept + (head_transient_bytes(model, setting) if layer == "head" else 0),
     )
 
 
