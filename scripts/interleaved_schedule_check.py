@@ -4,7 +4,7 @@
 device i's fwd + bwd + sends per microbatch), exact when every model chunk takes T_i / v. Real chunks differ:
 the first holds the embedding, the last the LM head and its loss (with a 128k-256k vocabulary as heavy as a
 block or more). This replays Megatron-Core's interleaved schedule (megatron/core/pipeline_parallel/
-schedules.py, forward_backward_pipelining_with_interleaving, r0.8: per device the warmup forwards, then one
+schedules.py, forward_backward_pipelining_with_interleaving, r0.10+: per device the warmup forwards, then one
 forward and one backward per step, then the remaining backwards; forward k runs chunk (k mod pv) // p) with
 each chunk's own times, every op starting when its device is free and its input is ready (the previous
 virtual stage's forward, the next one's backward), and compares the two on the validation runs with v > 1.
@@ -20,7 +20,7 @@ from __future__ import annotations
 def device_program(i: int, p: int, m: int, v: int) -> list[tuple[str, int, int]]:
     """Device ``i``'s ops in Megatron's interleaved order: (kind "F"/"B", chunk, microbatch)."""
     n = m * v
-    warm = n if m == p else min((p - i - 1) * 2 + (v - 1) * p, n)
+    warm = min((p - i - 1) * 2 + (v - 1) * p, n)
 
     def op(kind: str, k: int) -> tuple[str, int, int]:
         c = (k % (p * v)) // p

@@ -21,14 +21,14 @@ FLAT = Cluster("flat", 64, (NetworkTier("flat", 64, 1e9, 0.0),))
 
 
 def replay_peak(stage: int, p: int, m: int, chunk_bytes: list[float]) -> float:
-    """The schedule played op by op with explicit microbatch ids (Megatron-Core r0.8,
+    """The schedule played op by op with explicit microbatch ids (Megatron-Core r0.10+,
     forward_backward_pipelining_with_interleaving): forward k runs chunk (k mod pv) // p on microbatch
     (k // pv) * p + k mod p; backward k the mirrored chunk v-1-(k mod pv)//p on the same microbatch; the
     warmup forwards, then forward/backward pairs, then the remaining backwards. Every backward must free a
     (chunk, microbatch) a forward stashed."""
     v = len(chunk_bytes)
     n = m * v
-    warm = n if m == p else min((p - stage - 1) * 2 + (v - 1) * p, n)
+    warm = min((p - stage - 1) * 2 + (v - 1) * p, n)
 
     def fwd(k):
         return (k % (p * v)) // p, (k // (p * v)) * p + k % p
@@ -90,11 +90,14 @@ def test_alike_chunks_give_the_in_flight_count(p, m, v):
         assert peak == pytest.approx(st.in_flight_microbatches(i, p, m, v) * 5.0 * v)
 
 
-def test_m_equal_p_runs_every_forward_first():
-    # Megatron runs all m * v forwards before any backward when m == p: every stage stashes all of them
-    for i in range(4):
-        assert st.in_flight_microbatches(i, 4, 4, 3) == 4.0
-        assert st.interleaved_peak_activation_bytes(i, 4, 4, [1.0, 2.0, 3.0]) == 4 * 6.0
+def test_m_equal_p_first_stage_runs_every_forward_first():
+    # p = 4, v = 3, m = 4, chunks stashing 1, 2, 3 per microbatch. Stage 0's warmup, 6 + 8 = 14 forwards, covers
+    # all 12: it stashes everything, 4 x 6. The last stage's warmup is 8 (chunks 0 and 1 for microbatches 0-3:
+    # 4 + 8), then each step adds a chunk-2 forward (15) and frees it: 15 = 4 x 1 + 4 x 2 + 1 x 3.
+    assert st.in_flight_microbatches(0, 4, 4, 3) == 4.0
+    assert st.interleaved_peak_activation_bytes(0, 4, 4, [1.0, 2.0, 3.0]) == 24.0
+    assert st.in_flight_microbatches(3, 4, 4, 3) == 3.0
+    assert st.interleaved_peak_activation_bytes(3, 4, 4, [1.0, 2.0, 3.0]) == 15.0
 
 
 def test_evaluate_charges_the_head_chunk_once_on_the_last_stage():

@@ -20,14 +20,16 @@ def test_every_device_runs_each_chunk_and_microbatch_once_each_way(chk):
 
 
 def test_two_devices_by_hand(chk):
-    # p = 2, v = 2, m = 2 (= p: every forward first), F = 1, B = 2 per chunk, no sends. Virtual stages 0..3
-    # on devices 0, 1, 0, 1. Device 0: F(c0, mb0) [0,1], F(c0, mb1) [1,2], F(c1, mb0) needs vs 1 of mb0
-    # (device 1, [1,2]) -> [2,3], F(c1, mb1) [3,4]. Device 1: F(c0) mb0 [1,2], mb1 [2,3], F(c1, mb0) needs vs 2
-    # [2,3] -> [3,4], F(c1, mb1) [4,5], then its backwards B(c1, mb0) [5,7], B(c1, mb1) [7,9], B(c0, mb0) needs
-    # vs 2's backward (device 0: B(c1, mb0) waits vs 3's [5,7] -> [7,9]) -> [9,11], B(c0, mb1) [11,13]; device 0:
-    # B(c1, mb1) waits [7,9] -> [9,11], B(c0, mb0) waits vs 1's [9,11] -> [11,13], B(c0, mb1) [13,15].
+    # p = 2, v = 2, m = 2, F = 1, B = 2 per chunk, no sends; virtual stages 0..3 on devices 0, 1, 0, 1.
+    # Device 0 (warmup 4: every forward first): F vs0 mb0 [0,1], mb1 [1,2]; F vs2 mb0 waits vs1 mb0 [1,2] -> [2,3];
+    # F vs2 mb1 waits vs1 mb1 [2,3] -> [3,4]. Device 1 (warmup 2): F vs1 mb0 [1,2], mb1 [2,3]; then F vs3 mb0
+    # [3,4], B vs3 mb0 [4,6], F vs3 mb1 [6,7], B vs3 mb1 [7,9]. Device 0: B vs2 mb0 [6,8], B vs2 mb1 waits [7,9]
+    # -> [9,11]. Device 1: B vs1 mb0 waits [6,8] -> [9,11], B vs1 mb1 waits [9,11] -> [11,13]. Device 0: B vs0
+    # mb0 waits [9,11] -> [11,13], B vs0 mb1 waits [11,13] -> [13,15].
     F = [[1.0, 1.0], [1.0, 1.0]]
     B = [[2.0, 2.0], [2.0, 2.0]]
+    assert chk.device_program(1, 2, 2, 2) == [("F", 0, 0), ("F", 0, 1), ("F", 1, 0), ("B", 1, 0), ("F", 1, 1),
+                                               ("B", 1, 1), ("B", 0, 0), ("B", 0, 1)]
     assert chk.replay(F, B, 2) == 15.0
     # the closed form: (m + (p - 1) / v) x T = (2 + 1/2) x 6 = 15
     assert chk.closed_form(F, B, 2) == 15.0

@@ -269,10 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
                                         "and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
-    p.add_argument("--held-out", nargs="?", const="1", default=None, choices=("1", "2"),
+    p.add_argument("--held-out", nargs="?", const="1", default=None, choices=("1", "2", "3"),
                    help="the shipped published runs the model is never tuned on, instead: set 1 (Llama 3.1 on "
-                        "H100, the flag alone) or 2 (NeMo 24.07 FP8, Megatron-Core H100, MT-NLG on A100) "
-                        "(default: off)")
+                        "H100, the flag alone), 2 (NeMo 24.07 FP8, Megatron-Core H100, MT-NLG on A100) or 3 "
+                        "(Megatron-LM CI runs on H100 and A100 with measured peak memory) (default: off)")
     p.add_argument("--chip", action="store_true",
                    help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
                         "shipped panel (docs/chip-validation.md) instead (default: off)")

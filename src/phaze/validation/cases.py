@@ -40,6 +40,7 @@ DEFAULT_FILE = "published_measurements.json"
 RUNS_FILE = "published_runs.json"  # 23 published runs (SC21, NeMo), the model is checked against
 HELD_OUT_FILE = "held_out_runs.json"  # further published runs the model is never tuned on
 HELD_OUT2_FILE = "held_out2_runs.json"  # a second held-out set, collected before the second accuracy pass
+HELD_OUT3_FILE = "held_out3_runs.json"  # a third: Megatron-LM CI runs with measured peak memory as well as time
 DEFAULT_FILES = (DEFAULT_FILE, RUNS_FILE)
 
 
@@ -121,6 +122,9 @@ class TimeCase:
     cp: int = 1  # context parallelism
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.userbuffers)
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the run's gradient buffer / DP reduce format (fp32 or bf16)
+    # measured peak allocated bytes on one device of the last pipeline stage (PyTorch's allocated_bytes.all.peak
+    # as Megatron-LM logs it from the last rank), if the source gives it
+    measured_peak_memory_bytes: float | None = None
 
     @property
     def label(self) -> str:

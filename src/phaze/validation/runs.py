@@ -11,7 +11,8 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "attention": "standard", "precision": "fp16", "tp_comm_overlap": false, "overlap_grad_reduce": false,
     "tp_comm_overlap_config": "te-default" (optional: the userbuffers configuration, default nemo-gpt3-175b-h100),
     "grad_dtype": "bf16" (optional: the gradient buffer and DP reduce format, default fp32),
-    "measured_iteration_time_s": 3.528, "conversion": "...", "assumptions": ["..."],
+    "measured_iteration_time_s": 3.528,
+    "measured_peak_memory_bytes": 6.07e10 (optional: peak allocated on a device of the last pipeline stage), "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
 """
 from __future__ import annotations
@@ -56,6 +57,9 @@ class _Run(BaseModel):
     # configuration says bf16 (its source in the run's assumptions)
     grad_dtype: Literal["fp32", "bf16"] = "fp32"
     measured_iteration_time_s: Annotated[float, Field(gt=0)]
+    # optional: the measured peak allocated bytes of one device of the last pipeline stage (PyTorch's
+    # allocated_bytes.all.peak; Megatron-LM logs it from the last rank as mem-max-allocated-bytes)
+    measured_peak_memory_bytes: Annotated[float, Field(gt=0)] | None = None
     conversion: str = ""
     assumptions: list[str] = []
     model: dict[str, Any]
@@ -102,6 +106,7 @@ def runs_from_mapping(data: Any, source: str):
                             precision=r.precision, tp_overlap=r.tp_comm_overlap and r.sequence_parallel,
                             dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
                             sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp,
-                            tp_overlap_config=r.tp_comm_overlap_config, grad_dtype=r.grad_dtype))
+                            tp_overlap_config=r.tp_comm_overlap_config, grad_dtype=r.grad_dtype,
+                            measured_peak_memory_bytes=r.measured_peak_memory_bytes))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

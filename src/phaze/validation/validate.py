@@ -20,7 +20,7 @@ from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, p
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
-from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
+from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT3_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
 from phaze.units import GiB
 
@@ -98,6 +98,11 @@ def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: i
 
 
 def _time(c: TimeCase) -> TimeResult:
+    return _evaluate_case(c)[0]
+
+
+def _evaluate_case(c: TimeCase):
+    """(TimeResult, the plan's Evaluation) of one time case."""
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
         interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
@@ -108,7 +113,20 @@ def _time(c: TimeCase) -> TimeResult:
                   memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
     return TimeResult(c.label, c.model, plan, c.mode, ev.iteration_time_s, c.measured_s,
                       _err(ev.iteration_time_s, c.measured_s), c.group, ev.fits, ev.memory_bytes_per_device / GiB,
-                      ev.memory_capacity_bytes / GiB)
+                      ev.memory_capacity_bytes / GiB), ev
+
+
+# The quantity of a run's measured peak memory: PyTorch's peak allocated bytes on a device of the last pipeline
+# stage (Megatron-LM logs it from the last rank); ours is that stage's modelled peak (weights, gradients,
+# optimizer state, the stash at its peak and the transient buffers; no allocator or CUDA-context overhead).
+RUN_PEAK_QUANTITY = "peak_allocated_last_stage"
+
+
+def _run_memory(c: TimeCase, r: TimeResult, ev) -> MemoryResult:
+    """A run's measured peak memory against the last stage's modelled peak."""
+    pred = ev.stages[-1].memory_bytes / GiB
+    meas = c.measured_peak_memory_bytes / GiB
+    return MemoryResult(c.label, c.model, r.plan, RUN_PEAK_QUANTITY, c.mode, pred, meas, _err(pred, meas), pred)
 
 
 def group_summaries(time: tuple[TimeResult, ...]) -> tuple[GroupSummary, ...]:
@@ -145,14 +163,17 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 
 
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
-    """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2":
-    the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` / ``HELD_OUT2_FILE``; or a Cases object or
+    """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2" /
+    "held-out-3": the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` / ``HELD_OUT2_FILE`` /
+    ``HELD_OUT3_FILE``; or a Cases object or
     a path to a cases JSON file) and return predicted vs measured with signed % errors, whether each plan fits,
     and the summaries per group and overall. ``progress``: report each case as it finishes (default: silent)."""
     if cases == "held-out":
         cases = packaged_cases(HELD_OUT_FILE)
     elif cases == "held-out-2":
         cases = packaged_cases(HELD_OUT2_FILE)
+    elif cases == "held-out-3":
+        cases = packaged_cases(HELD_OUT3_FILE)
     elif not isinstance(cases, Cases):
         cases = load_cases(cases)
     prog = progress or Progress(quiet=True)
@@ -160,7 +181,10 @@ def validate(cases: Cases | str | Path | None = None, progress: Progress | None 
     time, memory = [], []
     try:
         for c in cases.time:
-            time.append(_time(c))
+            r, ev = _evaluate_case(c)
+            time.append(r)
+            if c.measured_peak_memory_bytes:
+                memory.append(_run_memory(c, r, ev))
             prog.advance()
         for c in cases.memory:
             memory.extend(_memory(c))

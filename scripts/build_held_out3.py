@@ -1,0 +1,101 @@
+"""Builds src/phaze/validation/data/held_out3_runs.json: the third held-out set, Megatron-LM's own CI runs with
+measured iteration time AND measured peak memory (issue 11).
+
+NVIDIA's Megatron-LM functional tests gpt3_7b_tp1_pp4_memory_speed and gpt3_7b_tp4_pp1_memory_speed train a 7B
+GPT for 25 steps on one 8-GPU node (tests/test_utils/recipes/{h100,a100}/gpt.yaml: nodes 1, gpus 8) and keep
+the logged metrics as golden values per platform: "iteration-time" (seconds, logged every 2 steps on H100, at
+steps 10 and 20 on A100) and "mem-max-allocated-bytes" (PyTorch's allocated_bytes.all.peak, megatron/training/
+training.py, written by the TensorBoard writer, which lives on the last rank: megatron/training/global_vars.py;
+with Megatron's default rank order the last rank is a device of the last pipeline stage). Collected 2026-12-02
+from github NVIDIA/Megatron-LM at commit d98e8a64ddf34856e74b24714e3bedb2f5a39553 (2026-08-22), after the
+memory-model changes of that day (the chunk-by-chunk interleaved stash and the LM head's transient logits,
+both motivated by Megatron's code, not by these runs); the model's constants are not set from them.
+Run: python scripts/build_held_out3.py (writes the JSON; it reads nothing outside this script).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parents[1] / "src/phaze/validation/data/held_out3_runs.json"
+COMMIT = "d98e8a64ddf34856e74b24714e3bedb2f5a39553"
+CASE_DIR = "tests/functional_tests/test_cases/gpt/gpt3_7b_{}_memory_speed"
+
+# golden values (steps > 2: step 2's time includes the first iteration's start-up; the peak from step 2 on,
+# after Adam's state is allocated at the first optimizer step): mean iteration time s, mem-max-allocated-bytes
+GOLDEN = {
+    ("h100", "tp1_pp4"): ([1.16377, 1.14861, 1.14912, 1.15017, 1.14909, 1.14967, 1.15077, 1.15255, 1.1501, 1.15138,
+                           1.15105], 60720852992.0),
+    ("h100", "tp4_pp1"): ([1.12221, 1.11139, 1.11368, 1.11791, 1.11551, 1.11592, 1.11576, 1.11374, 1.11451, 1.1149,
+                           1.11493], 57143791616.0),
+    ("a100", "tp1_pp4"): ([2.9368, 2.94791], 60489064448.0),
+    ("a100", "tp4_pp1"): ([2.57769, 2.596], 58188115968.0),
+}
+
+# model_config.yaml: 32 layers, hidden 4096, 32 heads, GQA with 8 query groups, untied embeddings, seq 8192,
+# NullTokenizer vocab 131073 (padded to a multiple of 128 x TP); Megatron-Core's defaults for the rest
+# (megatron/core/transformer/transformer_config.py at the commit: LayerNorm, GELU, biases, hidden and attention
+# dropout 0.1, FFN 4h; megatron/training/arguments.py: learned absolute positions)
+MODEL = {"name": "megatron-ci-gpt3-7b", "num_layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 8, "ffn": 16384,
+         "vocab": 131073, "seq_len": 8192, "norm": "layernorm", "mlp": "gelu", "position": "learned", "bias": True,
+         "dropout": True, "tied_embeddings": False, "max_tp": 8, "vocab_pad_multiple": 128}
+
+PLANS = {  # model_config.yaml: TP, PP, micro-batch, virtual stages (--num-layers-per-virtual-pipeline-stage 1)
+    "tp1_pp4": dict(tp=1, pp=4, mbs=1, interleave=8),
+    "tp4_pp1": dict(tp=4, pp=1, mbs=2, interleave=1),
+}
+
+ASSUMPTIONS = [
+    "8 GPUs (the recipe's one node of 8) -> data-parallel 8 / (TP x PP) = 2; global batch 8",
+    "model architecture from model_config.yaml and Megatron-Core's defaults at the commit (LayerNorm, GELU, "
+    "biases, dropout 0.1, FFN 4h, learned absolute positions)",
+    "--bf16 -> bf16 weights, fp32 gradient buffer and reduce (Megatron sets accumulate_allreduce_grads_in_fp32 "
+    "for bf16, megatron/training/arguments.py) -> grad_dtype fp32",
+    "--use-distributed-optimizer -> zero1; --overlap-grad-reduce --overlap-param-gather -> overlapped DP sync",
+    "--transformer-impl transformer_engine: Transformer Engine's fused attention -> flash",
+    "no --sequence-parallel and no --tp-comm-overlap: blocking TP all-reduces",
+    "not modelled, each slowing the measured step: --deterministic-mode (NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, "
+    "deterministic attention kernels), --no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
+    "(NVTE_FWD/BWD_LAYERNORM_SM_MARGIN 16), --log-params-norm and --log-num-zeros-in-grad (extra passes over the "
+    "parameters and gradients), --log-interval 2",
+    "A100 part: the 80 GB A100 (the measured peak, 58-60 GB, exceeds the 40 GB part)",
+]
+
+
+def run(gpu: str, cfg: str) -> dict:
+    times, peak = GOLDEN[(gpu, cfg)]
+    plan = PLANS[cfg]
+    t = sum(times) / len(times)
+    d = CASE_DIR.format(cfg)
+    return {
+        "case": f"Megatron-LM CI gpt3_7b {cfg.replace('_', ' ')} {gpu.upper()} (8 GPUs)",
+        "group": f"Megatron-LM CI {gpu.upper()}",
+        "source": (f"github NVIDIA/Megatron-LM {d}/model_config.yaml and golden_values_dev_dgx_{gpu}.json (commit "
+                   f"{COMMIT}); recipe tests/test_utils/recipes/{gpu}/gpt.yaml (1 node, 8 GPUs)"),
+        "accelerator": f"{gpu}-80g", "cluster": f"dgx-{gpu}", "devices": 8,
+        "tp": plan["tp"], "pp": plan["pp"], "dp": 8 // (plan["tp"] * plan["pp"]), "mbs": plan["mbs"],
+        "global_batch": 8, "interleave": plan["interleave"], "recompute": "none", "sequence_parallel": False,
+        "zero1": True, "attention": "flash", "precision": "bf16", "tp_comm_overlap": False,
+        "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 5),
+        "measured_peak_memory_bytes": peak,
+        "conversion": (f"iteration time: mean of the {len(times)} golden 'iteration-time' values after step 2 "
+                       f"({', '.join(f'{x:g}' for x in times)} s) = {t:.5f} s; memory: 'mem-max-allocated-bytes' "
+                       f"from step 2 on, {peak:.0f} B, on the last rank (last pipeline stage)"),
+        "assumptions": ASSUMPTIONS,
+        "model": MODEL,
+    }
+
+
+def document() -> dict:
+    return {
+        "about": ("Third held-out set (issue 11): Megatron-LM's CI runs with measured iteration time and measured peak "
+                  "memory, collected 2026-12-02 after that day's memory-model changes, which Megatron's code (not "
+                  "these runs) motivated; phaze's constants are never set from them. Same fields as "
+                  "held_out_runs.json plus measured_peak_memory_bytes; built by scripts/build_held_out3.py."),
+        "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")],
+    }
+
+
+if __name__ == "__main__":
+    OUT.write_text(json.dumps(document(), indent=1) + "\n")
+    print(f"wrote {OUT}")

@@ -1,0 +1,64 @@
+"""The third held-out set: Megatron-LM's CI runs (a 7B GPT on one 8-GPU H100 / A100 node) with measured iteration
+time and measured peak memory of the last pipeline stage (scripts/build_held_out3.py)."""
+import json
+from importlib import resources
+
+import pytest
+from script_loader import load_script
+
+from phaze.validation import validate
+from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT3_FILE, HELD_OUT_FILE, load_cases, packaged_cases
+
+GiB = 2**30
+HELD_OUT_GOAL = (6.0, 12.0)  # the issue's goal for runs the model was not built on: mean / max |error| %
+MEMORY_GOAL_PCT = 5.0  # ours: every measured peak within 5%
+
+
+@pytest.fixture(scope="module")
+def held_out_3():
+    return validate("held-out-3")
+
+
+def test_packaged_with_sources_and_reproduced_by_its_script():
+    text = resources.files("phaze.validation").joinpath("data", HELD_OUT3_FILE).read_text()
+    assert json.dumps(load_script("build_held_out3").document(), indent=1) + "\n" == text
+    data = json.loads(text)
+    assert len(data["runs"]) == 4
+    for r in data["runs"]:
+        assert r["source"] and r["conversion"] and r["assumptions"] and r["measured_peak_memory_bytes"] > 0
+    labels = {c.label for c in packaged_cases(HELD_OUT3_FILE).time}
+    others = ({c.label for c in load_cases().time} | {c.label for c in packaged_cases(HELD_OUT_FILE).time}
+              | {c.label for c in packaged_cases(HELD_OUT2_FILE).time})
+    assert len(labels) == 4 and not labels & others
+
+
+def test_memory_compares_the_last_stage_with_the_measured_peak(held_out_3):
+    """One memory row per run: the last pipeline stage's modelled peak against mem-max-allocated-bytes."""
+    cases = {c.label: c for c in packaged_cases(HELD_OUT3_FILE).time}
+    assert len(held_out_3.memory) == 4
+    for m in held_out_3.memory:
+        assert m.quantity == "peak_allocated_last_stage"
+        assert m.measured_gib == pytest.approx(cases[m.case].measured_peak_memory_bytes / GiB)
+        assert m.error_pct == pytest.approx((m.predicted_gib / m.measured_gib - 1) * 100)
+
+
+def test_memory_goal(held_out_3):
+    """Met: 1.04% mean, 2.22% max (tp1 pp4 -0.95 / -0.57%, tp4 pp1 -0.44 / -2.22% on H100 / A100). Before the
+    chunk-by-chunk interleaved stash and the LM head's transient logits the tp1 pp4 runs were +14.7 / +15.1% (the
+    head's fp32 logits charged to every in-flight chunk) and tp4 pp1 -2.3 / -4.1%."""
+    assert held_out_3.memory_max_abs_pct <= MEMORY_GOAL_PCT
+    assert held_out_3.memory_max_abs_pct <= 2.3 and held_out_3.memory_mean_abs_pct <= 1.1  # regressions
+
+
+def test_time_within_the_figures_reported(held_out_3):
+    """15.88% mean, 18.33% max when first evaluated, every run predicted too fast (H100 -13.6 / -15.6%, A100 -18.3 /
+    -16.0%); the CI configuration runs deterministic attention kernels, no gradient-accumulation fusion and
+    per-step norm logging, none of them modelled. These bounds only catch regressions."""
+    assert held_out_3.time_mean_abs_pct <= 15.9 and held_out_3.time_max_abs_pct <= 18.4
+    assert all(r.fits for r in held_out_3.time)
+
+
+@pytest.mark.xfail(strict=True, reason="NOT met: third held-out set 15.88% mean / 18.33% max, every run too fast "
+                                      "(deterministic kernels and CI logging not modelled); goal 6% / 12%")
+def test_time_goal(held_out_3):
+    assert held_out_3.time_mean_abs_pct <= HELD_OUT_GOAL[0] and held_out_3.time_max_abs_pct <= HELD_OUT_GOAL[1]
