@@ -86,13 +86,78 @@ def run(gpu: str, cfg: str) -> dict:
     }
 
 
+# Megatron-LM's small GPT functional tests (same commit, tests/functional_tests/test_cases/gpt/gpt3_mcore_te_<name>/
+# model_config.yaml and golden_values_dev_dgx_<gpu>.json; one 8-GPU node): 12 layers, hidden 512, 8 heads, sequence
+# 1024, micro-batch 4, global batch 32, bf16, Transformer Engine, --attention-backend unfused (standard attention,
+# softmax in fp32, probabilities stored in bf16) unless noted. Their step time is host-bound at this size (~0.09 s)
+# and not compared; their peak memory is. GPT-2 BPE vocabulary 50257 (vocab.json) unless noted.
+# name -> (gpu, tp, pp, virtual stages, cp, distributed optimizer, recompute, sequence parallel, attention,
+#          model changes, mem-max-allocated-bytes from step 2 on)
+SMALL = {
+    "tp1_pp4_vp1": ("h100", 1, 4, 3, 1, False, "none", False, "standard", {}, 4161191424.0),
+    "tp1_pp4_vp1 ": ("a100", 1, 4, 3, 1, False, "none", False, "standard", {}, 4122704384.0),
+    "tp1_pp1_uniform_full_recompute": ("a100", 1, 1, 1, 1, False, "full", False, "standard", {}, 2534070272.0),
+    "tp1_pp2_rope_embeddings": ("a100", 1, 2, 1, 1, False, "none", False, "standard", {"position": "rotary"},
+                                3570001920.0),
+    "tp1_pp4_disable_bias_linear": ("a100", 1, 4, 1, 1, False, "none", False, "standard", {"bias": False},
+                                    2685510144.0),
+    # --swiglu: FFN int(4h x 2/3 / 64) x 64 = 1344 (megatron/training/arguments.py)
+    "tp1_pp4_swiglu": ("a100", 1, 4, 1, 1, False, "none", False, "standard", {"mlp": "swiglu", "ffn": 1344},
+                       2684785152.0),
+    "tp1_pp4_untie_embeddings_and_outputs": ("a100", 1, 4, 1, 1, False, "none", False, "standard",
+                                             {"tied_embeddings": False}, 2685758976.0),
+    "tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce": ("a100", 1, 4, 3, 1, True, "none", False, "standard", {},
+                                                       3912607232.0),
+    "tp2_pp2": ("a100", 2, 2, 1, 1, False, "none", False, "standard", {}, 1900158464.0),
+    "tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather": ("h100", 4, 1, 1, 1, True, "none", False, "standard",
+                                                                {}, 1543416320.0),
+    "tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather ": ("a100", 4, 1, 1, 1, True, "none", False,
+                                                                 "standard", {}, 1513530880.0),
+    # NullTokenizer --vocab-size 50257, --hidden-dropout 0.0 --attention-dropout 0.0, --attention-backend flash
+    "tp2_pp2_cp2": ("h100", 2, 2, 1, 2, False, "none", True, "flash", {"dropout": False}, 935253504.0),
+    "tp1_pp1_dist_optimizer_no_mmap_bin_files": ("h100", 1, 1, 1, 1, True, "none", False, "standard", {},
+                                                 4702430720.0),
+}
+SMALL_MODEL = {"name": "megatron-ci-gpt-small", "num_layers": 12, "hidden": 512, "heads": 8, "ffn": 2048,
+               "vocab": 50257, "seq_len": 1024, "norm": "layernorm", "mlp": "gelu", "position": "learned",
+               "bias": True, "dropout": True, "tied_embeddings": True, "max_tp": 8, "vocab_pad_multiple": 128}
+
+
+def small_run(name: str) -> dict:
+    gpu, tp, pp, v, cp, dist_opt, recompute, sp, attention, changes, peak = SMALL[name]
+    name = name.strip()
+    overlap = "overlap_grad_reduce" in name
+    return {
+        "case": f"Megatron-LM CI small GPT {name} {gpu.upper()} (memory)",
+        "group": "Megatron-LM CI small GPT (memory only)",
+        "source": (f"github NVIDIA/Megatron-LM tests/functional_tests/test_cases/gpt/gpt3_mcore_te_{name}/"
+                   f"model_config.yaml and golden_values_dev_dgx_{gpu}.json (commit {COMMIT}); one 8-GPU node"),
+        "accelerator": f"{gpu}-80g", "cluster": f"dgx-{gpu}", "devices": 8,
+        "tp": tp, "pp": pp, "dp": 8 // (tp * pp * cp), "cp": cp, "mbs": 4, "global_batch": 32, "interleave": v,
+        "recompute": recompute, "sequence_parallel": sp, "zero1": dist_opt, "attention": attention,
+        "precision": "bf16", "tp_comm_overlap": False, "overlap_grad_reduce": overlap,
+        "measured_peak_memory_bytes": peak,
+        "conversion": (f"memory only: 'mem-max-allocated-bytes' from step 2 on, {peak:.0f} B, on the last rank (last "
+                       f"pipeline stage); the ~0.09 s step of a 12-layer, 512-wide model is host-bound, not compared"),
+        "assumptions": ["model: 12 layers, hidden 512, 8 heads, sequence 1024 and the test's own flags (see "
+                        "SMALL in scripts/build_held_out3.py); Megatron-Core's defaults otherwise (LayerNorm, "
+                        "GELU, biases, dropout 0.1, learned positions, tied embeddings)",
+                        "8 GPUs -> data-parallel 8 / (TP x PP x CP); --bf16 -> fp32 gradients; "
+                        "--use-distributed-optimizer -> zero1",
+                        "not modelled: PyTorch-allocated library workspaces (cuBLAS, Transformer Engine), about "
+                        "0.1 GiB, which at this size are a few percent of the peak"],
+        "model": dict(SMALL_MODEL, **changes),
+    }
+
+
 def document() -> dict:
     return {
         "about": ("Third held-out set (issue 11): Megatron-LM's CI runs with measured iteration time and measured peak "
                   "memory, collected 2026-12-02 after that day's memory-model changes, which Megatron's code (not "
                   "these runs) motivated; phaze's constants are never set from them. Same fields as "
-                  "held_out_runs.json plus measured_peak_memory_bytes; built by scripts/build_held_out3.py."),
-        "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")],
+                  "held_out_runs.json plus measured_peak_memory_bytes; the small-GPT runs give memory only. "
+                  "Built by scripts/build_held_out3.py."),
+        "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")] + [small_run(n) for n in SMALL],
     }
 
 

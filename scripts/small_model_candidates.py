@@ -163,7 +163,7 @@ def measure(name: str) -> str:
     ko = [v._time(c) for c in packaged_cases("published_measurements.json").time]
     h1 = [v._time(c) for c in packaged_cases(HELD_OUT_FILE).time]
     h2 = [v._time(c) for c in packaged_cases(HELD_OUT2_FILE).time]
-    h3 = [v._time(c) for c in packaged_cases(HELD_OUT3_FILE).time]
+    h3 = [v._time(c) for c in packaged_cases(HELD_OUT3_FILE).time if c.measured_s is not None]
     sc = [r for r in runs if r.group == "SC21-T1"]
     ne = [r for r in runs if r.group == "NeMo"]
     return (f"{name:22s} Korthikanti {_stats(ko)} | SC21 {_stats(sc)} | NeMo {_stats(ne)} | 23 runs {_stats(runs)}"

@@ -251,8 +251,13 @@ def cmd_validate(args) -> int:
                 f"{g.fitting} of {g.cases}") for g in r.groups]
     summary.append((f"iteration time, all ({len(r.time)})", f"{r.time_mean_abs_pct:.2f}%",
                     f"{r.time_max_abs_pct:.2f}%", f"{sum(g.fitting for g in r.groups)} of {len(r.time)}"))
+    groups = list(dict.fromkeys(x.group for x in r.memory if x.group))
+    for g in groups if len(groups) > 1 else ():
+        errs = [abs(x.error_pct) for x in r.memory if x.group == g]
+        summary.append((f"memory, {g} ({len(errs)})", f"{sum(errs) / len(errs):.2f}%", f"{max(errs):.2f}%", ""))
     if r.memory:
-        summary.append(("memory", f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%", ""))
+        summary.append(("memory" + (f", all ({len(r.memory)})" if len(groups) > 1 else ""),
+                        f"{r.memory_mean_abs_pct:.2f}%", f"{r.memory_max_abs_pct:.2f}%", ""))
     tables.append(table("summary", ["quantity", "mean |error|", "max |error|", "fits"], summary))
     return _out(args, r.to_dict(), *tables)
 

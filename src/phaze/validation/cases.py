@@ -95,7 +95,8 @@ class _FileSpec(BaseModel):
 
 @dataclass(frozen=True)
 class TimeCase:
-    """One measured iteration time (seconds per global batch)."""
+    """One measured run: its iteration time (seconds per global batch; None for a run measured only for its
+    peak memory, ``measured_peak_memory_bytes``)."""
 
     model: ModelConfig
     gpus: int
@@ -106,7 +107,7 @@ class TimeCase:
     microbatch: int
     interleave: int
     mode: str
-    measured_s: float
+    measured_s: float | None
     accelerator: str = "a100-80g"
     cluster: str = "dgx-a100"
     group: str = ""  # the source the case belongs to (one table per group)

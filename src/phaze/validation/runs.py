@@ -11,7 +11,7 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "attention": "standard", "precision": "fp16", "tp_comm_overlap": false, "overlap_grad_reduce": false,
     "tp_comm_overlap_config": "te-default" (optional: the userbuffers configuration, default nemo-gpt3-175b-h100),
     "grad_dtype": "bf16" (optional: the gradient buffer and DP reduce format, default fp32),
-    "measured_iteration_time_s": 3.528,
+    "measured_iteration_time_s": 3.528 (optional when the run gives its peak memory),
     "measured_peak_memory_bytes": 6.07e10 (optional: peak allocated on a device of the last pipeline stage), "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
 """
@@ -56,7 +56,8 @@ class _Run(BaseModel):
     # the gradient buffer / DP reduce format: fp32 (Megatron-LM, NeMo's default grad_sync_dtype) unless the run's
     # configuration says bf16 (its source in the run's assumptions)
     grad_dtype: Literal["fp32", "bf16"] = "fp32"
-    measured_iteration_time_s: Annotated[float, Field(gt=0)]
+    # the measured iteration time; a run may instead (or also) give its measured peak memory
+    measured_iteration_time_s: Annotated[float, Field(gt=0)] | None = None
     # optional: the measured peak allocated bytes of one device of the last pipeline stage (PyTorch's
     # allocated_bytes.all.peak; Megatron-LM logs it from the last rank as mem-max-allocated-bytes)
     measured_peak_memory_bytes: Annotated[float, Field(gt=0)] | None = None
@@ -91,6 +92,9 @@ def runs_from_mapping(data: Any, source: str):
             raise ConfigError(f"{where}: devices {r.devices} != tp x pp x cp x dp = {r.tp * r.pp * r.dp * r.cp}")
         if r.global_batch % (r.mbs * r.dp):
             raise ConfigError(f"{where}: global_batch {r.global_batch} is not a multiple of mbs x dp = {r.mbs * r.dp}")
+        if r.measured_iteration_time_s is None and r.measured_peak_memory_bytes is None:
+            raise ConfigError(f"{where}: no measurement; give measured_iteration_time_s, measured_peak_memory_bytes "
+                              f"or both")
         if r.tp_comm_overlap_config not in ub_config_names():
             raise ConfigError(f"{where}: unknown tp_comm_overlap_config {r.tp_comm_overlap_config!r}; use one of "
                               f"{', '.join(ub_config_names())}")

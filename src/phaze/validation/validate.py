@@ -61,6 +61,7 @@ class MemoryResult:
     measured_gib: float
     error_pct: float
     stage_total_gib: float  # our whole first stage for this quantity (incl. embedding / head / buffers)
+    group: str = ""  # a run's group (its source); empty for the Korthikanti et al. figures
 
 
 @dataclass(frozen=True)
@@ -98,11 +99,11 @@ def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: i
 
 
 def _time(c: TimeCase) -> TimeResult:
-    return _evaluate_case(c)[0]
+    return _time_result(c, *_plan_evaluation(c))
 
 
-def _evaluate_case(c: TimeCase):
-    """(TimeResult, the plan's Evaluation) of one time case."""
+def _plan_evaluation(c: TimeCase):
+    """(the case's plan, its Evaluation)."""
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
         interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
@@ -111,9 +112,15 @@ def _evaluate_case(c: TimeCase):
         tp_overlap_config=c.tp_overlap_config, grad_dtype=c.grad_dtype)
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
                   memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
+    return plan, ev
+
+
+def _time_result(c: TimeCase, plan: Plan, ev) -> TimeResult:
+    if c.measured_s is None:
+        raise ValueError(f"{c.label}: no measured iteration time (a memory-only run)")
     return TimeResult(c.label, c.model, plan, c.mode, ev.iteration_time_s, c.measured_s,
                       _err(ev.iteration_time_s, c.measured_s), c.group, ev.fits, ev.memory_bytes_per_device / GiB,
-                      ev.memory_capacity_bytes / GiB), ev
+                      ev.memory_capacity_bytes / GiB)
 
 
 # The quantity of a run's measured peak memory: PyTorch's peak allocated bytes on a device of the last pipeline
@@ -122,11 +129,12 @@ def _evaluate_case(c: TimeCase):
 RUN_PEAK_QUANTITY = "peak_allocated_last_stage"
 
 
-def _run_memory(c: TimeCase, r: TimeResult, ev) -> MemoryResult:
+def _run_memory(c: TimeCase, plan: Plan, ev) -> MemoryResult:
     """A run's measured peak memory against the last stage's modelled peak."""
     pred = ev.stages[-1].memory_bytes / GiB
     meas = c.measured_peak_memory_bytes / GiB
-    return MemoryResult(c.label, c.model, r.plan, RUN_PEAK_QUANTITY, c.mode, pred, meas, _err(pred, meas), pred)
+    return MemoryResult(c.label, c.model, plan, RUN_PEAK_QUANTITY, c.mode, pred, meas, _err(pred, meas), pred,
+                        c.group)
 
 
 def group_summaries(time: tuple[TimeResult, ...]) -> tuple[GroupSummary, ...]:
@@ -181,10 +189,11 @@ def validate(cases: Cases | str | Path | None = None, progress: Progress | None 
     time, memory = [], []
     try:
         for c in cases.time:
-            r, ev = _evaluate_case(c)
-            time.append(r)
+            plan, ev = _plan_evaluation(c)
+            if c.measured_s is not None:
+                time.append(_time_result(c, plan, ev))
             if c.measured_peak_memory_bytes:
-                memory.append(_run_memory(c, r, ev))
+                memory.append(_run_memory(c, plan, ev))
             prog.advance()
         for c in cases.memory:
             memory.extend(_memory(c))
