@@ -58,8 +58,8 @@ ASSUMPTIONS = [
     "deterministic attention kernels), --no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
     "(NVTE_FWD/BWD_LAYERNORM_SM_MARGIN 16), --log-params-norm and --log-num-zeros-in-grad (extra passes over the "
     "parameters and gradients), --log-interval 2",
-    "A100 part: the 80 GB A100 (the measured peak, 58-60 GB, exceeds the 40 GB part)",
 ]
+A100_NOTE = "A100 part: the 80 GB A100 (the measured peak, 58-60 GB, exceeds the 40 GB part)"
 
 
 def run(gpu: str, cfg: str) -> dict:
@@ -81,7 +81,7 @@ def run(gpu: str, cfg: str) -> dict:
         "conversion": (f"iteration time: mean of the {len(times)} golden 'iteration-time' values after step 2 "
                        f"({', '.join(f'{x:g}' for x in times)} s) = {t:.5f} s; memory: 'mem-max-allocated-bytes' "
                        f"from step 2 on, {peak:.0f} B, on the last rank (last pipeline stage)"),
-        "assumptions": ASSUMPTIONS,
+        "assumptions": ASSUMPTIONS + ([A100_NOTE] if gpu == "a100" else []),
         "model": MODEL,
     }
 
@@ -91,41 +91,40 @@ def run(gpu: str, cfg: str) -> dict:
 # 1024, micro-batch 4, global batch 32, bf16, Transformer Engine, --attention-backend unfused (standard attention,
 # softmax in fp32, probabilities stored in bf16) unless noted. Their step time is host-bound at this size (~0.09 s)
 # and not compared; their peak memory is. GPT-2 BPE vocabulary 50257 (vocab.json) unless noted.
-# name -> (gpu, tp, pp, virtual stages, cp, distributed optimizer, recompute, sequence parallel, attention,
+# (name, gpu) -> (tp, pp, virtual stages, cp, distributed optimizer, recompute, sequence parallel, attention,
 #          model changes, mem-max-allocated-bytes from step 2 on)
 SMALL = {
-    "tp1_pp4_vp1": ("h100", 1, 4, 3, 1, False, "none", False, "standard", {}, 4161191424.0),
-    "tp1_pp4_vp1 ": ("a100", 1, 4, 3, 1, False, "none", False, "standard", {}, 4122704384.0),
-    "tp1_pp1_uniform_full_recompute": ("a100", 1, 1, 1, 1, False, "full", False, "standard", {}, 2534070272.0),
-    "tp1_pp2_rope_embeddings": ("a100", 1, 2, 1, 1, False, "none", False, "standard", {"position": "rotary"},
-                                3570001920.0),
-    "tp1_pp4_disable_bias_linear": ("a100", 1, 4, 1, 1, False, "none", False, "standard", {"bias": False},
-                                    2685510144.0),
+    ("tp1_pp4_vp1", "h100"): (1, 4, 3, 1, False, "none", False, "standard", {}, 4161191424.0),
+    ("tp1_pp4_vp1", "a100"): (1, 4, 3, 1, False, "none", False, "standard", {}, 4122704384.0),
+    ("tp1_pp1_uniform_full_recompute", "a100"): (1, 1, 1, 1, False, "full", False, "standard", {}, 2534070272.0),
+    ("tp1_pp2_rope_embeddings", "a100"): (1, 2, 1, 1, False, "none", False, "standard",
+                                          {"position": "rotary"}, 3570001920.0),
+    ("tp1_pp4_disable_bias_linear", "a100"): (1, 4, 1, 1, False, "none", False, "standard",
+                                              {"bias": False}, 2685510144.0),
     # --swiglu: FFN int(4h x 2/3 / 64) x 64 = 1344 (megatron/training/arguments.py)
-    "tp1_pp4_swiglu": ("a100", 1, 4, 1, 1, False, "none", False, "standard", {"mlp": "swiglu", "ffn": 1344},
-                       2684785152.0),
-    "tp1_pp4_untie_embeddings_and_outputs": ("a100", 1, 4, 1, 1, False, "none", False, "standard",
-                                             {"tied_embeddings": False}, 2685758976.0),
-    "tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce": ("a100", 1, 4, 3, 1, True, "none", False, "standard", {},
-                                                       3912607232.0),
-    "tp2_pp2": ("a100", 2, 2, 1, 1, False, "none", False, "standard", {}, 1900158464.0),
-    "tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather": ("h100", 4, 1, 1, 1, True, "none", False, "standard",
-                                                                {}, 1543416320.0),
-    "tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather ": ("a100", 4, 1, 1, 1, True, "none", False,
-                                                                 "standard", {}, 1513530880.0),
+    ("tp1_pp4_swiglu", "a100"): (1, 4, 1, 1, False, "none", False, "standard",
+                                 {"mlp": "swiglu", "ffn": 1344}, 2684785152.0),
+    ("tp1_pp4_untie_embeddings_and_outputs", "a100"): (1, 4, 1, 1, False, "none", False, "standard",
+                                                       {"tied_embeddings": False}, 2685758976.0),
+    ("tp1_pp4_vp1_dist_optimizer_overlap_grad_reduce", "a100"): (1, 4, 3, 1, True, "none", False, "standard",
+                                                                 {}, 3912607232.0),
+    ("tp2_pp2", "a100"): (2, 2, 1, 1, False, "none", False, "standard", {}, 1900158464.0),
+    ("tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather", "h100"): (4, 1, 1, 1, True, "none", False, "standard",
+                                                                          {}, 1543416320.0),
+    ("tp4_pp1_dist_optimizer_overlap_grad_reduce_param_gather", "a100"): (4, 1, 1, 1, True, "none", False, "standard",
+                                                                          {}, 1513530880.0),
     # NullTokenizer --vocab-size 50257, --hidden-dropout 0.0 --attention-dropout 0.0, --attention-backend flash
-    "tp2_pp2_cp2": ("h100", 2, 2, 1, 2, False, "none", True, "flash", {"dropout": False}, 935253504.0),
-    "tp1_pp1_dist_optimizer_no_mmap_bin_files": ("h100", 1, 1, 1, 1, True, "none", False, "standard", {},
-                                                 4702430720.0),
+    ("tp2_pp2_cp2", "h100"): (2, 2, 1, 2, False, "none", True, "flash", {"dropout": False}, 935253504.0),
+    ("tp1_pp1_dist_optimizer_no_mmap_bin_files", "h100"): (1, 1, 1, 1, True, "none", False, "standard",
+                                                           {}, 4702430720.0),
 }
 SMALL_MODEL = {"name": "megatron-ci-gpt-small", "num_layers": 12, "hidden": 512, "heads": 8, "ffn": 2048,
                "vocab": 50257, "seq_len": 1024, "norm": "layernorm", "mlp": "gelu", "position": "learned",
                "bias": True, "dropout": True, "tied_embeddings": True, "max_tp": 8, "vocab_pad_multiple": 128}
 
 
-def small_run(name: str) -> dict:
-    gpu, tp, pp, v, cp, dist_opt, recompute, sp, attention, changes, peak = SMALL[name]
-    name = name.strip()
+def small_run(name: str, gpu: str) -> dict:
+    tp, pp, v, cp, dist_opt, recompute, sp, attention, changes, peak = SMALL[(name, gpu)]
     overlap = "overlap_grad_reduce" in name
     return {
         "case": f"Megatron-LM CI small GPT {name} {gpu.upper()} (memory)",
@@ -157,7 +156,7 @@ def document() -> dict:
                   "these runs) motivated; phaze's constants are never set from them. Same fields as "
                   "held_out_runs.json plus measured_peak_memory_bytes; the small-GPT runs give memory only. "
                   "Built by scripts/build_held_out3.py."),
-        "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")] + [small_run(n) for n in SMALL],
+        "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")] + [small_run(n, g) for n, g in SMALL],
     }
 
 
