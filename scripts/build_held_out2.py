@@ -113,8 +113,7 @@ _EX = ("NeMo-Framework-Launcher 24.07 examples/training/{ex}.sh (the launcher's 
        "state as before) -> grad_dtype bf16")
 GRAD_SYNC_BF16 = {
     "nemotron/nemotron_340b": _L + " sets optim.grad_sync_dtype: bf16 (the gradient buffer, its reduce-scatter and "
-                              "the wgrad accumulation in bf16; fp32 master weights and Adam state as before) -> "
-                              "grad_dtype bf16",
+                              "the wgrad accumulation in bf16) -> grad_dtype bf16",
     "gpt3/5b": _EX.format(ex="gpt/h100/5b_fp8_8node"),
     "gpt3/20b": _EX.format(ex="gpt/h100/20b_fp8_8node"),
     "gpt3/175b": _EX.format(ex="gpt/h100/175b_fp8_16node"),
@@ -123,6 +122,22 @@ GRAD_SYNC_BF16 = {
     "llama/llama2_70b": _EX.format(ex="llama/h100/llama2_70b_fp8"),
     "llama/llama3_8b": _EX.format(ex="llama/h100/llama3_8b_fp8"),
     "llama/llama3_70b": _EX.format(ex="llama/h100/llama3_70b_fp8"),
+}
+
+
+# What Adam keeps per parameter (optimizer_state). Every launcher config of tag 24.07 runs Apex's
+# DistributedFusedAdam; only nemotron_340b sets its state dtype, optim.dtype: bf16 (line 162 at commit 8325688;
+# Apex: "dtype (torch.dtype, optional): datatype for optimizer state (default: torch.float32)"). NeMo then keeps a
+# master copy only with FP8 parameters (megatron_base_model.py setup_optimization: fp8_params -> store_params;
+# optimizer dtype == model dtype -> none; github NVIDIA/NeMo 46aa1ee). The FP8 runs are modelled with FP8
+# parameters (the FP8 weight and its transpose), so the 340B run keeps bf16 m, v and a bf16 master copy. The other
+# configs keep Apex's default fp32 state, and with FP8 parameters store_params: an fp32 copy + m + v, the default.
+OPTIM_STATE = {
+    "nemotron/nemotron_340b": ("bf16-master", _L + " sets optim.dtype: bf16, Apex DistributedFusedAdam's optimizer-state "
+                               "datatype; with FP8 parameters (as every FP8 run here is modelled) NeMo's "
+                               "setup_optimization (megatron_base_model.py, github NVIDIA/NeMo 46aa1ee) sets "
+                               "store_params, a master copy in that dtype -> optimizer_state bf16-master (bf16 m, v and "
+                               "master copy, 6 B per parameter; first evaluated with the fp32 master + m + v, 12 B)"),
 }
 
 
@@ -148,6 +163,8 @@ def nemo_runs():
             assumptions.append(f"userbuffers configuration: the table names none; {why.format(cfg=cfg)} -> {ub_name}")
         if cfg in GRAD_SYNC_BF16:
             assumptions.append(GRAD_SYNC_BF16[cfg].format(cfg=cfg))
+        if cfg in OPTIM_STATE:
+            assumptions.append(OPTIM_STATE[cfg][1].format(cfg=cfg))
         if label.startswith("LLAMA3"):
             assumptions.append("context parallelism 2 (the table's CP); close to held_out_runs.json's Llama 3.1 "
                                "runs (same architecture, NeMo 24.09) -- not an independent model family")
@@ -158,6 +175,7 @@ def nemo_runs():
             "sequence_parallel": tp > 1, "zero1": True, "attention": "flash", "precision": "fp8",
             "tp_comm_overlap": tp > 1, **({"tp_comm_overlap_config": UB[cfg][0]} if tp > 1 else {}),
             "overlap_grad_reduce": True, **({"grad_dtype": "bf16"} if cfg in GRAD_SYNC_BF16 else {}),
+            **({"optimizer_state": OPTIM_STATE[cfg][0]} if cfg in OPTIM_STATE else {}),
             "measured_iteration_time_s": round(t, 4),
             "conversion": f"T = GBS x seq / (tokens/s/GPU x GPUs) = {gbs} x {seq} / ({tps} x {gpus}) = {t:.4f} s "
                           f"(tokens/s/GPU published to integer precision)",
@@ -256,7 +274,8 @@ def document() -> dict:
                       "from these; the set was evaluated once, after the mechanism work was finished. Same fields "
                       "as held_out_runs.json; built by scripts/build_held_out2.py. Run data amended since its first "
                       "evaluation, each from the run's own configuration, never from its error: the userbuffers "
-                      "configuration (tp_comm_overlap_config) and the gradient format (grad_dtype)."),
+                      "configuration (tp_comm_overlap_config), the gradient format (grad_dtype) and Adam's state "
+                      "(optimizer_state)."),
             "runs": nemo_runs() + mlm_runs() + mtnlg_runs()}
 
 

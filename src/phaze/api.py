@@ -9,8 +9,9 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS, GRAD_DTYPES, LAYER_KINDS,
-                                   RECOMPUTE_MODES, ModelConfig, TrainSetting)
+from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS,
+                                   GRAD_DTYPES, LAYER_KINDS, OPTIMIZER_STATES, RECOMPUTE_MODES, ModelConfig,
+                                   TrainSetting)
 
 
 def resolve_model(model: str | ModelConfig) -> ModelConfig:
@@ -312,7 +313,7 @@ def check_tp_overlap_config(name: str) -> str:
 
 
 def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
-             grad_dtype: str = DEFAULT_GRAD_DTYPE) -> float:
+             grad_dtype: str = DEFAULT_GRAD_DTYPE, optimizer_state: str = DEFAULT_OPTIMIZER_STATE) -> float:
     """Check the runtime choices at the edge; the memory reserve in bytes."""
     from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES
     from phaze.workload.config import ATTENTION_KINDS, PRECISIONS
@@ -323,6 +324,9 @@ def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
         raise ConfigError(f"--precision: unknown format {precision!r}; use {', '.join(PRECISIONS)}")
     if grad_dtype not in GRAD_DTYPES:
         raise ConfigError(f"--grad-dtype: unknown gradient format {grad_dtype!r}; use {' or '.join(GRAD_DTYPES)}")
+    if optimizer_state not in OPTIMIZER_STATES:
+        raise ConfigError(f"--optimizer-state: unknown Adam state {optimizer_state!r}; use one of "
+                          f"{', '.join(OPTIMIZER_STATES)}")
     if memory_reserve_gib is None:
         return float(DEFAULT_MEMORY_RESERVE_BYTES)
     if not 0 <= memory_reserve_gib < 1e6:
@@ -340,19 +344,21 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          cluster=None, microbatch_sizes=None, recompute_modes=None, seq_len: int | None = None,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
          tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
-         cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE):
+         cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
+         optimizer_state: str = DEFAULT_OPTIMIZER_STATE):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
     ``memory_reserve_gib`` (default 3) is kept free on every device; ``cp_values`` (default: 1 only) the
     context-parallel sizes to search; ``tp_overlap_config`` the Transformer Engine userbuffers configuration
     of the TP overlap (``phaze.cost.userbuffers.ub_config_names()``; not searched: it is how the framework is set
-    up); ``grad_dtype`` the gradients' format, "fp32" (Megatron's main grads) or "bf16" (not searched: a numerics
+    up); ``grad_dtype`` the gradients' format, "fp32" (Megatron's main grads) or "bf16", and ``optimizer_state``
+    what Adam keeps per parameter (``phaze.workload.config.OPTIMIZER_STATES``; neither searched: a numerics
     choice the user makes)."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
-    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype)
+    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -378,7 +384,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
                     overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config,
-                    grad_dtype=grad_dtype, **kw)
+                    grad_dtype=grad_dtype, optimizer_state=optimizer_state, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -387,18 +393,20 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   seq_len: int | None = None, attention: str = DEFAULT_ATTENTION,
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
                   memory_reserve_gib: float | None = None, cp: int = 1,
-                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE):
+                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
+                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
     ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention);
-    ``tp_overlap_config``: the userbuffers configuration of the TP overlap; ``grad_dtype``: the gradients' format."""
+    ``tp_overlap_config``: the userbuffers configuration of the TP overlap; ``grad_dtype``: the gradients' format;
+    ``optimizer_state``: what Adam keeps per parameter."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, Recompute, evaluate
 
     recompute = Recompute.parse(recompute, stages=pp, what="--recompute")
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
                  interleave=interleave, seq=seq_len, cp=cp)
-    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype)
+    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
@@ -418,7 +426,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
                       precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp,
-                      tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype)
+                      tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 

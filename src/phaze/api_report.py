@@ -5,7 +5,7 @@ from __future__ import annotations
 from phaze.api import check_ranges, resolve_accelerator, resolve_cluster, resolve_model
 from phaze.errors import ConfigError, PhazeError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
 
 
 def search_setting(spec) -> list[tuple[str, str]]:
@@ -86,17 +86,18 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
                  tp_overlap: bool = False, dp_overlap: bool = False,
                  memory_reserve_gib: float | None = None,
                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
-                 grad_dtype: str = DEFAULT_GRAD_DTYPE) -> list[tuple[str, str]]:
+                 grad_dtype: str = DEFAULT_GRAD_DTYPE,
+                 optimizer_state: str = DEFAULT_OPTIMIZER_STATE) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
     from phaze.api import _runtime, check_tp_overlap_config
     from phaze.report.setting import plan_setting as rows
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
-    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype)
+    reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
-                   tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype,
+                   tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
                    memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
                 recompute_modes, runtime)
@@ -107,7 +108,7 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
                 seq_len: int | None = None, **runtime) -> str:
     """Write the HTML report of a ``plan`` result; returns the path. ``runtime``: the runtime features the
     plan was searched with (``plan``'s attention, precision, tp_overlap, dp_overlap, memory_reserve_gib,
-    tp_overlap_config, grad_dtype)."""
+    tp_overlap_config, grad_dtype, optimizer_state)."""
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)

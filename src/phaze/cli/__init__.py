@@ -38,7 +38,8 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    from phaze.api import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES
+    from phaze.api import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES,
+                           OPTIMIZER_STATES)
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
@@ -65,9 +66,14 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         f"(default: {DEFAULT_TP_OVERLAP_CONFIG})")
     p.add_argument("--grad-dtype", choices=GRAD_DTYPES, default=DEFAULT_GRAD_DTYPE,
                    help="number format of the gradient buffer, its data-parallel reduce and the wgrad accumulation "
-                        "(Adam's state stays fp32): fp32 as Megatron-LM's main grads, bf16 as NeMo's "
+                        "(Adam's state: --optimizer-state): fp32 as Megatron-LM's main grads, bf16 as NeMo's "
                         "grad_sync_dtype: bf16 (half the gradient bytes); a numerics choice, not searched by plan "
                         f"(default: {DEFAULT_GRAD_DTYPE})")
+    p.add_argument("--optimizer-state", choices=OPTIMIZER_STATES, default=DEFAULT_OPTIMIZER_STATE,
+                   help="what Adam keeps per parameter: fp32 master + m + v (12 B, Megatron), fp32-remainders "
+                        "(10 B, Apex store_param_remainders: NeMo 1.x with a bf16 model), bf16-master (6 B) or bf16 "
+                        "(4 B, NeMo optim.dtype: bf16 with / without FP8 parameters); a numerics choice, not "
+                        f"searched by plan (default: {DEFAULT_OPTIMIZER_STATE})")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
                         "--zero1 the parameter all-gather with the next forward (default: off)")
@@ -269,10 +275,11 @@ def build_parser() -> argparse.ArgumentParser:
                                         "and SCALE-Sim")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
-    p.add_argument("--held-out", nargs="?", const="1", default=None, choices=("1", "2", "3"),
+    p.add_argument("--held-out", nargs="?", const="1", default=None, choices=("1", "2", "3", "4"),
                    help="the shipped published runs the model is never tuned on, instead: set 1 (Llama 3.1 on "
-                        "H100, the flag alone), 2 (NeMo 24.07 FP8, Megatron-Core H100, MT-NLG on A100) or 3 "
-                        "(Megatron-LM CI runs on H100 and A100 with measured peak memory) (default: off)")
+                        "H100, the flag alone), 2 (NeMo 24.07 FP8, Megatron-Core H100, MT-NLG on A100), 3 "
+                        "(Megatron-LM CI runs on H100 and A100 with measured peak memory) or 4 (Nemotron-4 340B "
+                        "on 128-2048 H100, BF16 and FP8) (default: off)")
     p.add_argument("--chip", action="store_true",
                    help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
                         "shipped panel (docs/chip-validation.md) instead (default: off)")

@@ -163,6 +163,7 @@ def cmd_schedule(args) -> int:
 def _runtime_kw(args) -> dict:
     return dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
                 tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
+                optimizer_state=args.optimizer_state,
                 dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib)
 
 
@@ -230,7 +231,7 @@ def cmd_validate(args) -> int:
     held = getattr(args, "held_out", None)
     if held and args.cases:
         raise ConfigError("validate: --held-out and --cases each choose the cases; give one of them")
-    cases = {"1": "held-out", "2": "held-out-2", "3": "held-out-3"}[held] if held else args.cases
+    cases = {"1": "held-out", "2": "held-out-2", "3": "held-out-3", "4": "held-out-4"}[held] if held else args.cases
     r = api.validate(cases, quiet=args.quiet or args.json)
     tables = []
     for g in r.groups:

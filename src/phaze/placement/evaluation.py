@@ -112,7 +112,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             if k > 0:
                 sends += float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
         sums = st.StageSums(working_bytes=working, **acc)
-        tied = st.tied_static_bytes(c) if has_e and has_h else 0.0
+        tied = st.tied_static_bytes(c, 1.0 / d if plan.zero1 else 1.0) if has_e and has_h else 0.0
         inflight = st.in_flight_microbatches(i, p, m, v)
         act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
                     else inflight * float(sums.activation_bytes))
@@ -169,7 +169,8 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
     for mode in set(plan.recompute_modes):
         s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
                         attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap, cp=plan.cp,
-                        tp_overlap_config=plan.tp_overlap_config, grad_dtype=plan.grad_dtype)
+                        tp_overlap_config=plan.tp_overlap_config, grad_dtype=plan.grad_dtype,
+                        optimizer_state=plan.optimizer_state)
         out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, cp_tier=cp_tier, **kw)
     return out
 

@@ -22,7 +22,8 @@ from typing import Literal
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
-from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, TrainSetting
+from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig,
+                                   TrainSetting)
 
 TimeModel = Literal["auto", "scheduled", "sequential"]
 LAYER_KINDS = ("embedding", "block", "head")
@@ -255,16 +256,18 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
                 recompute: str, seq_len: int | None = None, *, attention: str = "standard",
                 precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
                 tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
-                grad_dtype: str = DEFAULT_GRAD_DTYPE) -> TrainSetting:
+                grad_dtype: str = DEFAULT_GRAD_DTYPE,
+                optimizer_state: str = DEFAULT_OPTIMIZER_STATE) -> TrainSetting:
     """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
     configuration only where it overlaps (else the default: one cache entry for the same costs); the
-    gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step)."""
+    gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step);
+    Adam's ``optimizer_state`` (its bytes in memory and in the optimizer step)."""
     sp = bool(sequence_parallel and tp > 1)
     ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
                         sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
                         tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG,
-                        grad_dtype=grad_dtype)
+                        grad_dtype=grad_dtype, optimizer_state=optimizer_state)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

@@ -61,7 +61,7 @@ def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: i
         if has_prev:
             sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
         T = s.fwd_s + s.bwd_s + sends
-        tied = st.tied_static_bytes(c) if (e and h) else 0.0
+        tied = st.tied_static_bytes(c, 1.0 / topo.dp if zero1 else 1.0) if (e and h) else 0.0
         base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
         parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
                  np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps), float), np.asarray(base, float),

@@ -12,7 +12,8 @@ from typing import Iterable, Mapping
 
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES,
+from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE,
+                                   DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES, OPTIMIZER_STATES,
                                    PRECISIONS)
 
 
@@ -34,7 +35,10 @@ class Plan:
     next step's first forward, as Megatron-Core's ``overlap_param_gather``), ``cp`` (context parallelism: each sequence split
     over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp),
     ``grad_dtype`` (the gradient buffer's format with Adam, "fp32" or "bf16": its bytes in memory, the DP
-    reduce, the wgrad accumulation and the optimizer step; ``phaze.workload.memory.ADAM_GRAD_BYTES``).
+    reduce, the wgrad accumulation and the optimizer step; ``phaze.workload.memory.ADAM_GRAD_BYTES``),
+    ``optimizer_state`` (what Adam keeps per parameter: "fp32" master + m + v, "fp32-remainders",
+    "bf16-master", "bf16"; its bytes in memory and in the optimizer step;
+    ``phaze.workload.memory.ADAM_STATE_BYTES``).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -53,6 +57,7 @@ class Plan:
     cp: int = 1
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     grad_dtype: str = DEFAULT_GRAD_DTYPE
+    optimizer_state: str = DEFAULT_OPTIMIZER_STATE
 
     def __post_init__(self) -> None:
         from phaze.cost.userbuffers import get_ub_config
@@ -68,6 +73,9 @@ class Plan:
             raise ConfigError(f"plan: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.grad_dtype not in GRAD_DTYPES:
             raise ConfigError(f"plan: grad_dtype must be one of {', '.join(GRAD_DTYPES)}, got {self.grad_dtype!r}")
+        if self.optimizer_state not in OPTIMIZER_STATES:
+            raise ConfigError(f"plan: optimizer_state must be one of {', '.join(OPTIMIZER_STATES)}, "
+                              f"got {self.optimizer_state!r}")
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
@@ -148,6 +156,8 @@ class Plan:
             s += " dp-overlap"
         if self.grad_dtype != DEFAULT_GRAD_DTYPE:
             s += f" grads={self.grad_dtype}"
+        if self.optimizer_state != DEFAULT_OPTIMIZER_STATE:
+            s += f" adam={self.optimizer_state}"
         return s
 
     def to_dict(self) -> dict:
@@ -158,6 +168,7 @@ class Plan:
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
                 "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
                 "dp_overlap": self.dp_overlap, "cp": self.cp, "grad_dtype": self.grad_dtype,
+                "optimizer_state": self.optimizer_state,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

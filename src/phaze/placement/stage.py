@@ -61,12 +61,13 @@ def boundary_in_bytes(c: LayerCosts, e, nb):
     return np.where(np.asarray(nb) > 0, c.block.boundary_bwd_bytes, c.head.boundary_bwd_bytes) * (1 - e)
 
 
-def tied_static_bytes(c: LayerCosts) -> float:
-    """Static bytes of the head's tied copy of the embedding (not stored twice on one device)."""
+def tied_static_bytes(c: LayerCosts, optimizer_scale: float = 1.0) -> float:
+    """Static bytes of the head's tied copy of the embedding (not stored twice on one device): its weights,
+    gradients and optimizer state, the state scaled as the stage's is (1/d with ZeRO-1)."""
     H = c.head
     if not H.tied_params or not H.params:
         return 0.0
-    return H.tied_params * H.static_bytes / H.params
+    return H.tied_params * (H.weight_bytes + H.grad_bytes + H.optimizer_bytes * optimizer_scale) / H.params
 
 
 def tied_grad_bytes(c: LayerCosts) -> float:
@@ -187,7 +188,10 @@ def optimizer_traffic_bytes(grad_bytes, optimizer_bytes, weight_bytes, params):
     multi-tensor kernels), per parameter for Adam (fp16 weight w=2, fp32 main grad g=4, fp32 master + m + v
     o=12): zero the main grads (write g) + unscale and inf/nan check (read and write g) + grad-norm for
     clipping (read g) + Adam (read g and o, write o) + copy the fp32 master into the fp16 weight (read 4,
-    write w) = 4 + 8 + 4 + 28 + 6 = 50 B. Without optimizer state (SGD) the update reads the weight."""
+    write w) = 4 + 8 + 4 + 28 + 6 = 50 B. Without optimizer state (SGD) the update reads the weight. With a
+    smaller Adam state (``phaze.workload.memory.ADAM_STATE_BYTES``) the update reads and writes that state, and
+    the copy into the weight keeps its 4-byte read: exact for the fp32 remainders (the 2-byte remainder and the
+    bf16 weight), 2 B per parameter too much for the bf16 states (they read the 2-byte weight or copy)."""
     master = np.where(np.asarray(optimizer_bytes) > 0, 4.0 * np.asarray(params, dtype=float), weight_bytes)
     return 5.0 * grad_bytes + 2.0 * optimizer_bytes + weight_bytes + master
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import fields
 from phaze.units import GiB, MiB
-from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.memory import ADAM_STATE_BYTES
 
 
 
@@ -94,11 +95,21 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
             ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
              if rt["dp_overlap"]
              else "off: the gradient reduce runs after the backward"),
-            ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation (Adam state still fp32)"
+            ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation"
              if rt.get("grad_dtype", DEFAULT_GRAD_DTYPE) == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
+            ("Adam state", _ADAM_STATE_TEXT[rt.get("optimizer_state", DEFAULT_OPTIMIZER_STATE)]),
             ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
+
+
+_ADAM_STATE_TEXT = {
+    "fp32": "fp32 master copy + m + v",
+    "fp32-remainders": "fp32 m + v and the master weights' low 16 bits (Apex store_param_remainders)",
+    "bf16-master": "bf16 m + v + a bf16 master copy (NeMo optim.dtype: bf16 with FP8 parameters)",
+    "bf16": "bf16 m + v, no master copy (NeMo optim.dtype: bf16)",
+}
+_ADAM_STATE_TEXT = {k: f"{k}: {v}, {ADAM_STATE_BYTES[k]} B per parameter" for k, v in _ADAM_STATE_TEXT.items()}
 
 
 def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None = None,

@@ -26,7 +26,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from phaze.errors import ConfigError
-from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
 PosFloat = Annotated[float, Field(gt=0)]
@@ -41,6 +41,7 @@ RUNS_FILE = "published_runs.json"  # 23 published runs (SC21, NeMo), the model i
 HELD_OUT_FILE = "held_out_runs.json"  # further published runs the model is never tuned on
 HELD_OUT2_FILE = "held_out2_runs.json"  # a second held-out set, collected before the second accuracy pass
 HELD_OUT3_FILE = "held_out3_runs.json"  # a third: Megatron-LM CI runs with measured peak memory as well as time
+HELD_OUT4_FILE = "held_out4_runs.json"  # a fourth: dgxc-benchmarking's Nemotron-4 340B, 128-2048 H100, BF16 / FP8
 DEFAULT_FILES = (DEFAULT_FILE, RUNS_FILE)
 
 
@@ -123,6 +124,7 @@ class TimeCase:
     cp: int = 1  # context parallelism
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.userbuffers)
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the run's gradient buffer / DP reduce format (fp32 or bf16)
+    optimizer_state: str = DEFAULT_OPTIMIZER_STATE  # what the run's Adam keeps per parameter (OPTIMIZER_STATES)
     # measured peak allocated bytes on one device of the last pipeline stage (PyTorch's allocated_bytes.all.peak
     # as Megatron-LM logs it from the last rank), if the source gives it
     measured_peak_memory_bytes: float | None = None

@@ -20,7 +20,7 @@ from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, p
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
-from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT3_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
+from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT3_FILE, HELD_OUT4_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
 from phaze.units import GiB
 
@@ -109,7 +109,7 @@ def _plan_evaluation(c: TimeCase):
         interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
         sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
         attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp,
-        tp_overlap_config=c.tp_overlap_config, grad_dtype=c.grad_dtype)
+        tp_overlap_config=c.tp_overlap_config, grad_dtype=c.grad_dtype, optimizer_state=c.optimizer_state)
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
                   memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
     return plan, ev
@@ -172,8 +172,8 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
     """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2" /
-    "held-out-3": the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` / ``HELD_OUT2_FILE`` /
-    ``HELD_OUT3_FILE``; or a Cases object or a path to a cases JSON file) and return predicted vs measured with
+    "held-out-3" / "held-out-4": the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` /
+    ``HELD_OUT2_FILE`` / ``HELD_OUT3_FILE`` / ``HELD_OUT4_FILE``; or a Cases object or a path to a cases JSON file) and return predicted vs measured with
     signed % errors, whether each plan fits, a memory row for each run with a measured peak, and the summaries
     per group and overall. ``progress``: report each case as it finishes (default: silent)."""
     if cases == "held-out":
@@ -182,6 +182,8 @@ def validate(cases: Cases | str | Path | None = None, progress: Progress | None 
         cases = packaged_cases(HELD_OUT2_FILE)
     elif cases == "held-out-3":
         cases = packaged_cases(HELD_OUT3_FILE)
+    elif cases == "held-out-4":
+        cases = packaged_cases(HELD_OUT4_FILE)
     elif not isinstance(cases, Cases):
         cases = load_cases(cases)
     prog = progress or Progress(quiet=True)

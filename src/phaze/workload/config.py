@@ -29,6 +29,14 @@ DEFAULT_TP_OVERLAP_CONFIG = "nemo-gpt3-175b-h100"
 # 2.0's ``grad_reduce_in_fp32 = False`` (nemo/collections/llm/recipes/llama3_8b.py performance recipe).
 GRAD_DTYPES: tuple[str, ...] = ("fp32", "bf16")
 DEFAULT_GRAD_DTYPE = "fp32"
+# What the "adam" optimizer keeps per parameter besides the weight and gradient (its bytes:
+# phaze.workload.memory.ADAM_STATE_BYTES). "fp32": an fp32 master copy and fp32 m, v (Megatron-LM /
+# Megatron-Core's optimizer; Apex DistributedFusedAdam with store_params). "fp32-remainders": fp32 m, v and
+# the low 16 bits of each fp32 master weight (Apex store_param_remainders, which NeMo 1.x sets for a bf16
+# model without FP8 parameters). "bf16-master": bf16 m, v and a bf16 master copy (NeMo ``optim.dtype: bf16``
+# with FP8 parameters). "bf16": bf16 m, v and no copy (``optim.dtype: bf16`` with a bf16 model).
+OPTIMIZER_STATES: tuple[str, ...] = ("fp32", "fp32-remainders", "bf16-master", "bf16")
+DEFAULT_OPTIMIZER_STATE = "fp32"
 
 
 @dataclass(frozen=True)
@@ -173,8 +181,9 @@ class TrainSetting:
     """How one layer is run: microbatch size, sequence length, tensor-parallel width, sequence
     parallelism (Korthikanti et al. 2022), activation recomputation mode, the attention kernel, the GEMM
     number format, whether the tensor-parallel collectives overlap the GEMMs next to them
-    (Transformer Engine userbuffers; needs sequence parallelism) and the gradients' number format
-    (``grad_dtype``, one of GRAD_DTYPES)."""
+    (Transformer Engine userbuffers; needs sequence parallelism), the gradients' number format
+    (``grad_dtype``, one of GRAD_DTYPES) and what Adam keeps per parameter (``optimizer_state``, one of
+    OPTIMIZER_STATES)."""
 
     microbatch_size: int
     seq_len: int
@@ -189,6 +198,7 @@ class TrainSetting:
     # which userbuffers configuration the overlap runs with (a name of phaze.cost.userbuffers.ub_config_names())
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the gradient buffer's format (GRAD_DTYPES; phaze.workload.memory)
+    optimizer_state: str = DEFAULT_OPTIMIZER_STATE  # Adam's state (OPTIMIZER_STATES; phaze.workload.memory)
 
     def __post_init__(self) -> None:
         for field in ("microbatch_size", "seq_len", "tp", "cp"):
@@ -203,6 +213,9 @@ class TrainSetting:
             raise ConfigError(f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
         if self.grad_dtype not in GRAD_DTYPES:
             raise ConfigError(f"grad_dtype must be one of {', '.join(GRAD_DTYPES)}, got {self.grad_dtype!r}")
+        if self.optimizer_state not in OPTIMIZER_STATES:
+            raise ConfigError(f"optimizer_state must be one of {', '.join(OPTIMIZER_STATES)}, "
+                              f"got {self.optimizer_state!r}")
         if self.cp > 1 and self.attention != "flash":
             raise ConfigError("context parallelism needs flash attention (ring attention is built on the fused "
                               "kernel, as in Transformer Engine); use --attention flash")

@@ -26,6 +26,16 @@ OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2,
 # the buffer, its DP reduce-scatter and the wgrad accumulation are bf16, while the distributed optimizer keeps
 # its fp32 master weights and m, v: the 12 B of state are unchanged).
 ADAM_GRAD_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2}
+# Adam's state bytes per parameter by the setting's ``optimizer_state`` (phaze.workload.config.OPTIMIZER_STATES):
+# "fp32" 4 (master) + 4 (m) + 4 (v), the OPTIMIZERS entry above. The other three are Apex's
+# DistributedFusedAdam (NeMo 1.x's ``distributed_fused_adam``) as NeMo sets it up: ``dtype`` is "datatype for
+# optimizer state" (default fp32), and NeMo decides whether the optimizer keeps a master copy
+# (nemo/collections/nlp/models/language_modeling/megatron_base_model.py ``setup_optimization``, github NVIDIA/NeMo
+# at 46aa1ee, Sep 2024): with ``fp8_params`` store_params (a copy in the state dtype); else with the state
+# dtype equal to the model's no copy; else, fp32 state and a bf16 model, ``store_param_remainders`` (Apex:
+# "store bits required to reconstruct FP32 params", the 16 bits a bf16 weight lacks). Hence
+# "fp32-remainders" 8 + 2, "bf16-master" 2 + 2 + 2, "bf16" 2 + 2.
+ADAM_STATE_BYTES: dict[str, int] = {"fp32": 12, "fp32-remainders": 10, "bf16-master": 6, "bf16": 4}
 ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
 # FP8 weights per parameter: Transformer Engine with FP8 parameters (NeMo's ``fp8_params=True``, as its H100
 # recipes set: github NVIDIA/dgxc-benchmarking llama3.1/configure.sh) keeps each linear weight as an FP8
@@ -168,11 +178,12 @@ def head_transient_bytes(model: ModelConfig, setting: TrainSetting) -> int:
 
 def bytes_per_param(optimizer: str, setting: TrainSetting) -> tuple[int, int, int]:
     """(weight, gradient, optimizer state) bytes per parameter: ``OPTIMIZERS``, with Adam's gradient at the
-    setting's ``grad_dtype`` (``ADAM_GRAD_BYTES``). "sgd" (the Phaze reference, 16-bit everything) keeps its
-    2-byte gradient whatever ``grad_dtype`` says."""
+    setting's ``grad_dtype`` (``ADAM_GRAD_BYTES``) and its state at the setting's ``optimizer_state``
+    (``ADAM_STATE_BYTES``). "sgd" (the Phaze reference, 16-bit everything, no state) ignores both."""
     wb, gb, ob = OPTIMIZERS[optimizer]
     if optimizer == "adam":
         gb = ADAM_GRAD_BYTES[setting.grad_dtype]
+        ob = ADAM_STATE_BYTES[setting.optimizer_state]
     return wb, gb, ob
 
 
