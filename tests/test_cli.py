@@ -134,7 +134,8 @@ def test_chip_with_zero_cores_is_refused(capsys, tmp_path):
 
 def test_validate_held_out_sets(capsys):
     """--held-out alone is the first held-out set (34 Llama 3.1 runs), --held-out 2 the second (19 runs), --held-out 3
-    the third (Megatron-LM CI runs: 4 timed, 17 with their measured peak memory)."""
+    the third (Megatron-LM CI runs: 4 timed, 17 with their measured peak memory), --held-out 4 the fourth (10
+    Nemotron-4 340B runs)."""
     one = run_json(capsys, "validate", "--held-out")
     two = run_json(capsys, "validate", "--held-out", "2")
     assert len(one["time"]) == 34 and {g["group"] for g in one["groups"]} == {"dgxc Llama 3.1 BF16",
@@ -143,5 +144,8 @@ def test_validate_held_out_sets(capsys):
     three = run_json(capsys, "validate", "--held-out", "3")
     assert len(three["time"]) == 4 and [m["quantity"] for m in three["memory"]] == ["peak_allocated_last_stage"] * 17
     assert three["memory_max_abs_pct"] == max(abs(m["error_pct"]) for m in three["memory"])
+    four = run_json(capsys, "validate", "--held-out", "4")
+    assert len(four["time"]) == 10 and {g["group"] for g in four["groups"]} == {"dgxc Nemotron-4 340B BF16",
+                                                                               "dgxc Nemotron-4 340B FP8"}
     code, out, err = run(capsys, "validate", "--held-out", "2", "--cases", "x.json")
     assert code == 2 and not out and len(err.strip().splitlines()) == 1 and "--held-out" in err

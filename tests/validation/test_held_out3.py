@@ -67,14 +67,16 @@ def test_memory_goal(held_out_3):
 
 
 def test_small_runs_miss_only_the_library_workspaces(held_out_3):
-    """The 13 small-GPT runs (0.9-4.7 GB peaks): every one predicted below its measured peak by 0.08-0.35 GiB,
+    """The 13 small-GPT runs (0.9-4.7 GB peaks): every one predicted below its measured peak by 0.08-0.12 GiB,
     2.2-12.8%: about what PyTorch allocates for cuBLAS / Transformer Engine workspaces, which we do not model
     (it is a few percent here and ~0.2% of a 7B run). Across recompute, SwiGLU, rotary, untied, bias-free, TP, CP
-    with SP, the distributed optimizer and interleaving; none is off by more than that."""
+    with SP, the distributed optimizer and interleaving; none is off by more than that. The three with the
+    distributed optimizer and one pipeline stage were 0.12-0.35 GiB low until the tied head copy was subtracted
+    at the sharded optimizer state (not the whole 12 B per parameter)."""
     small = [m for m in held_out_3.memory if "small GPT" in m.case]
     assert len(small) == 13
     for m in small:
-        assert -0.4 <= m.predicted_gib - m.measured_gib < 0.0, (m.case, m.predicted_gib, m.measured_gib)
+        assert -0.13 <= m.predicted_gib - m.measured_gib < -0.07, (m.case, m.predicted_gib, m.measured_gib)
 
 
 def test_time_within_the_figures_reported(held_out_3):
