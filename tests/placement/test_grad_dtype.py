@@ -22,7 +22,7 @@ from phaze.validation.runs import runs_from_mapping
 from phaze.workload.config import TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
-from clirunner import run_phaze
+from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
 
 GPT2 = get_model("gpt2-xl")  # h 1600, 48 blocks, seq 1024, vocab 50257, biases, layernorm, GELU, ffn 4h, tied
 A100 = get_accelerator("a100-80g")
@@ -151,14 +151,8 @@ def test_bad_values_are_one_line_errors():
 
 
 def test_cli_flag(capsys):
-    args = ("evaluate", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "64",
-            "--tp", "1", "--pp", "1", "--dp", "8", "--mbs", "2", "--zero1")
-    code, out, _ = run_phaze(capsys, *args, "--grad-dtype", "bf16", "--json")
-    assert code == 0
-    b = json.loads(out)
-    code, out, _ = run_phaze(capsys, *args, "--json")
-    assert code == 0
-    a = json.loads(out)
+    args = EVALUATE_GPT2_XL
+    b, a = evaluate_json_pair(capsys, "--grad-dtype", "bf16")
     assert b["grad_dtype"] == "bf16" and a["grad_dtype"] == "fp32"
     assert b["iteration_time_s"] < a["iteration_time_s"]
     assert b["memory_bytes_per_device"] < a["memory_bytes_per_device"]

@@ -16,7 +16,7 @@ from phaze.validation.runs import runs_from_mapping
 from phaze.workload.config import OPTIMIZER_STATES, TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
-from clirunner import run_phaze
+from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
 
 GPT2 = get_model("gpt2-xl")  # h 1600, 48 blocks
 A100 = get_accelerator("a100-80g")
@@ -78,14 +78,8 @@ def test_bad_values_are_one_line_errors():
 
 
 def test_cli_flag(capsys):
-    args = ("evaluate", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "64",
-            "--tp", "1", "--pp", "1", "--dp", "8", "--mbs", "2", "--zero1")
-    code, out, _ = run_phaze(capsys, *args, "--optimizer-state", "bf16", "--json")
-    assert code == 0
-    b = json.loads(out)
-    code, out, _ = run_phaze(capsys, *args, "--json")
-    assert code == 0
-    a = json.loads(out)
+    args = EVALUATE_GPT2_XL
+    b, a = evaluate_json_pair(capsys, "--optimizer-state", "bf16")
     assert b["optimizer_state"] == "bf16" and a["optimizer_state"] == "fp32"
     sa, sb = a["stage_breakdown"][0], b["stage_breakdown"][0]
     assert sa["optimizer_bytes"] - sb["optimizer_bytes"] == pytest.approx(8.0 * sa["params"] / 8, rel=1e-12)
