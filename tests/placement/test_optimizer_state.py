@@ -68,13 +68,20 @@ def test_stage_memory_and_optimizer_step_by_hand(zero1):
         assert ev.iteration_time_s <= base.iteration_time_s
 
 
-def test_bad_values_are_one_line_errors():
-    with pytest.raises(ConfigError, match="optimizer_state must be one of fp32, fp32-remainders, bf16-master, bf16"):
-        TrainSetting(1, 1024, optimizer_state="fp16")
-    with pytest.raises(ConfigError, match="plan: optimizer_state must be one of"):
-        Plan.balanced(48, 1, 1, 1, 1, 8, optimizer_state="fp16")
-    with pytest.raises(ConfigError, match="--optimizer-state: unknown Adam state 'fp16'"):
-        api.evaluate_plan("gpt2-xl", "a100-80g", 8, 64, 1, 1, 8, 1, optimizer_state="fp16")
+@pytest.mark.parametrize("field, setting_msg, api_msg", [
+    ("grad_dtype", "grad_dtype must be one of fp32, bf16, got 'fp16'",
+     "--grad-dtype: unknown gradient format 'fp16'; use fp32 or bf16"),
+    ("optimizer_state", "optimizer_state must be one of fp32, fp32-remainders, bf16-master, bf16, got 'fp16'",
+     "--optimizer-state: unknown Adam state 'fp16'"),
+])
+def test_bad_values_are_one_line_errors(field, setting_msg, api_msg):
+    """The two optimizer-format fields (this one and ``grad_dtype``) refuse an unknown value at every layer."""
+    with pytest.raises(ConfigError, match=setting_msg):
+        TrainSetting(1, 1024, **{field: "fp16"})
+    with pytest.raises(ConfigError, match=f"plan: {field} must be one of"):
+        Plan.balanced(48, 1, 1, 1, 1, 8, **{field: "fp16"})
+    with pytest.raises(ConfigError, match=api_msg):
+        api.evaluate_plan("gpt2-xl", "a100-80g", 8, 64, 1, 1, 8, 1, **{field: "fp16"})
 
 
 def test_cli_flag(capsys):
