@@ -139,15 +139,17 @@ def test_second_held_out_set_within_the_figures_reported(held_out_2):
     grad_sync_dtype=bf16: GPT-3 5B -21.1 -> -23.3%, 20B -8.9 -> -16.1% and now fits, Llama 3 8B -12.0 -> -15.3% and
     now fits); 10.96 / 35.70 with the H100 GEMM efficiency from an H100 measurement (0.670, not 0.75): every H100
     run 6-9% slower, the NeMo 24.07 group 11.98 -> 6.64% mean, Megatron-LM 32B +30.9 -> +35.7% (its micro-batch
-    size is not stated; README). These bounds only catch regressions."""
+    size is not stated; README); 10.98 / 35.70 and all 19 fit with Adam's state as each configuration sets it up
+    (the Nemotron-340B launcher config also sets optim.dtype: bf16: 73.1 -> 57.0 GiB, -2.41 -> -2.77%). These
+    bounds only catch regressions; every run trained, so every run must fit."""
     groups = {g.group: g for g in held_out_2.groups}
     assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
     assert held_out_2.time_mean_abs_pct <= 11.0 and held_out_2.time_max_abs_pct <= 35.8
-    assert sum(r.fits for r in held_out_2.time) >= 18
+    assert all(r.fits for r in held_out_2.time)
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 10.96% mean / 35.70% max after the changes "
-                                      "since its first evaluation (NeMo 24.07 FP8 6.64 / 17.27, Megatron-Core H100 "
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 10.98% mean / 35.70% max after the changes "
+                                      "since its first evaluation (NeMo 24.07 FP8 6.67 / 17.27, Megatron-Core H100 "
                                       "16.05 / 35.70, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):
