@@ -53,8 +53,8 @@ def chip_file(accelerator: str) -> tuple[str, dict]:
 def validate(cases: str | None = None, quiet: bool = True):
     """Predicted against published iteration times and memory (default: the shipped measurements and runs;
     "held-out" / "held-out-2" / "held-out-3" / "held-out-4": the four sets of runs the model is never tuned on, the
-    third with measured peak memory; or a cases JSON file): a ValidationReport with signed % errors. ``quiet=False``: progress
-    on stderr."""
+    third with measured peak memory; or a cases JSON file): a ValidationReport with signed % errors.
+    ``quiet=False``: progress on stderr."""
     from phaze.progress import Progress
     from phaze.validation import validate as run
 

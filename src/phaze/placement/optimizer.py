@@ -354,8 +354,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
     features every plan runs with (``tp_overlap_config``: the userbuffers configuration of the TP overlap,
     ``grad_dtype``: the gradients' number format, and ``optimizer_state``: what Adam keeps per parameter, none
-    searched: they are how the framework is set up, a numerics choice the user makes); ``memory_reserve_bytes`` is HBM no plan may use. Raises
-    InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
+    searched: they are how the framework is set up, a numerics choice the user makes); ``memory_reserve_bytes``
+    is HBM no plan may use. Raises InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
     needs flash attention and a sequence divisible by 2 x cp; devices = t x p x cp x d)."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices

@@ -103,13 +103,13 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
 
 
-_ADAM_STATE_TEXT = {
+_ADAM_STATE_WHAT = {
     "fp32": "fp32 master copy + m + v",
     "fp32-remainders": "fp32 m + v and the master weights' low 16 bits (Apex store_param_remainders)",
     "bf16-master": "bf16 m + v + a bf16 master copy (NeMo optim.dtype: bf16 with FP8 parameters)",
     "bf16": "bf16 m + v, no master copy (NeMo optim.dtype: bf16)",
 }
-_ADAM_STATE_TEXT = {k: f"{k}: {v}, {ADAM_STATE_BYTES[k]} B per parameter" for k, v in _ADAM_STATE_TEXT.items()}
+_ADAM_STATE_TEXT = {k: f"{k}: {v}, {ADAM_STATE_BYTES[k]} B per parameter" for k, v in _ADAM_STATE_WHAT.items()}
 
 
 def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None = None,

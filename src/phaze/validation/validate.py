@@ -173,9 +173,9 @@ def _memory(c: MemoryCase) -> list[MemoryResult]:
 def validate(cases: Cases | str | Path | None = None, progress: Progress | None = None) -> ValidationReport:
     """Evaluate every case (default: the packaged published measurements and runs; "held-out" / "held-out-2" /
     "held-out-3" / "held-out-4": the packaged runs the model is never tuned on, ``HELD_OUT_FILE`` /
-    ``HELD_OUT2_FILE`` / ``HELD_OUT3_FILE`` / ``HELD_OUT4_FILE``; or a Cases object or a path to a cases JSON file) and return predicted vs measured with
-    signed % errors, whether each plan fits, a memory row for each run with a measured peak, and the summaries
-    per group and overall. ``progress``: report each case as it finishes (default: silent)."""
+    ``HELD_OUT2_FILE`` / ``HELD_OUT3_FILE`` / ``HELD_OUT4_FILE``; or a Cases object or a path to a cases JSON
+    file) and return predicted vs measured with signed % errors, whether each plan fits, a memory row for each run
+    with a measured peak, and the summaries per group and overall. ``progress``: report each case as it finishes (default: silent)."""
     if cases == "held-out":
         cases = packaged_cases(HELD_OUT_FILE)
     elif cases == "held-out-2":
