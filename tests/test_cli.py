@@ -103,6 +103,14 @@ def test_validate_json_groups_and_fits(capsys):
      "--tp", "8", "--pp", "2", "--dp", "1", "--mbs", "1"),
     ("evaluate", "--model", "gpt3-175b", "--accelerator", "a100-80g", "--devices", "64", "--global-batch", "64",
      "--tp", "8", "--pp", "4", "--dp", "1", "--mbs", "1", "--recompute", "full,none"),
+    ("plan", "--model", "gpt2-xl", "--accelerator", "a100-80g", "--devices", "8", "--global-batch", "8",
+     "--precision", "fp8"),
+    ("plan", "--model", "gpt2-xl", "--accelerator", "h100-80g", "--devices", "8", "--global-batch", "8",
+     "--mbs", "3"),
+    ("plan", "--model", "gpt2-xl", "--accelerator", "h100-80g", "--devices", "8", "--global-batch", "8",
+     "--cp", "3"),
+    ("plan", "--model", "gpt2-xl", "--accelerator", "h100-80g", "--devices", "8", "--global-batch", "8",
+     "--recompute", "bogus"),
     ("results", "show", "--store", "/nonexistent/phaze.db"),
     ("arch", "--budget-mm2", "-5"),
 ])
@@ -111,6 +119,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, argv):
     assert code == 2
     assert len(err.strip().splitlines()) == 1 and "error" in err
     assert "Traceback" not in err
+    assert out == ""  # no half-written result (plan printed its setting table before failing until 2026-12-02)
 
 
 def test_bad_model_file_names_the_field(capsys, tmp_path):

@@ -195,12 +195,13 @@ def _setting_table(title: str, rows) -> object:
 
 def cmd_plan(args) -> int:
     api.check_html_path(args.html)
+    # The plan first, then any output: bad input (or no possible plan) leaves stdout empty, not half a result.
+    res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
+                   args.recompute, args.seq, args.top, cp_values=args.cp, **_runtime_kw(args))
     if not args.json:
         print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
                                                                 args.global_batch, args.cluster, args.mbs,
                                                                 args.recompute, args.seq, **_runtime_kw(args))))
-    res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
-                   args.recompute, args.seq, args.top, cp_values=args.cp, **_runtime_kw(args))
     if args.html:
         written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
                                   args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
