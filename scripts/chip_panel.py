@@ -188,7 +188,11 @@ def _slice_bytes(case: dict) -> int:
 
 def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
     """One case through ZigZag; ``stream`` = 'm' (A's rows stream, B stationary) or 'n' (the transposed
-    product C^T = B^T A^T); ``split`` of a banked GLB's banks (glb_ports)."""
+    product C^T = B^T A^T); ``split`` of a banked GLB's banks (glb_ports).
+
+    A case with ``energy_costs_pj`` (scripts/chip_energy_panel.py) is an energy run: its MAC and memories
+    cost what phaze charges (pJ per MAC, per access of each memory's port), ZigZag searches the
+    minimum-energy mapping, and the result adds its energy by memory and by operand and the accesses."""
     import logging
 
     import yaml
@@ -196,6 +200,8 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
 
     r, c = case["rows"], case["cols"]
     bits = 8 * case["bytes_per_element"]
+    costs = case.get("energy_costs_pj") or {}
+    cost = lambda key, placeholder: float(costs.get(key, placeholder))  # noqa: E731
 
     def port(name, typ, bw_bits, alloc):
         return {"name": name, "type": typ, "bandwidth_min": min(bw_bits, bits), "bandwidth_max": bw_bits,
@@ -215,13 +221,15 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
                               port("w_port_1", "write", 32, ["O, fh"]), port("w_port_2", "write", 32, ["O, fl"])],
                     "served_dimensions": []},
         # the core's operand (weight) buffer: loads one array row (C weights) per cycle
-        "operand_buffer": {"size": 8 * case["operand_buffer_bytes"], "r_cost": 1.0, "w_cost": 1.0, "area": 0,
+        "operand_buffer": {"size": 8 * case["operand_buffer_bytes"], "r_cost": cost("operand_row_read", 1.0),
+                           "w_cost": cost("operand_row_write", 1.0), "area": 0,
                            "latency": 1, "operands": ["I2"], "force_double_buffering": True,
                            "ports": [port("r_port_1", "read", bits * c, ["I2, tl"]),
                                      port("w_port_1", "write", bits * c, ["I2, fh"])],
                            "served_dimensions": ["D1", "D2"]},
         # the core's fp32 accumulator: one row of C partial sums in and out per cycle
-        "accumulator": {"size": 8 * case["accumulator_bytes"], "r_cost": 1.0, "w_cost": 1.0, "area": 0,
+        "accumulator": {"size": 8 * case["accumulator_bytes"], "r_cost": cost("acc_row_read", 1.0),
+                        "w_cost": cost("acc_row_write", 1.0), "area": 0,
                         "latency": 1, "operands": ["O"],
                         "ports": [port("r_port_1", "read", 32 * c, ["O, tl", "O, th"]),
                                   port("w_port_1", "write", 32 * c, ["O, fh", "O, fl"])],
@@ -232,7 +240,10 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
         # glb_bytes_per_cycle toward the core: one shared read-write port for a one-bank GLB, else the
         # banks split between the input stream and the rest (glb_ports). Sized to hold the whole slice
         # (a ZigZag top level must).
-        "glb": {"size": 8 * max(case["glb_bytes"], _slice_bytes(case)), "r_cost": 10.0, "w_cost": 10.0,
+        # (an energy run's GLB costs are per access of the whole port, b_rest bytes: one shared port)
+        "glb": {"size": 8 * max(case["glb_bytes"], _slice_bytes(case)),
+                "r_cost": cost("glb_read_per_byte", 10.0 / b_rest) * b_rest,
+                "w_cost": cost("glb_write_per_byte", 10.0 / b_rest) * b_rest,
                 "area": 0, "latency": 1, "operands": ["I1", "I2", "O"],
                 "ports": ([port("rw_port_1", "read_write", 8 * b_rest, every_top)] if not b_in else
                           [port("r_port_1", "read", 8 * b_in, ["I1, tl"]),
@@ -242,12 +253,14 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
     hw = {"name": f"core{r}x{c}", "memories": memories,
           # a systolic array along both dimensions (inputs move right, partial sums down, one PE per cycle):
           # ZigZag adds the drain (used rows - 1) + (used columns - 1), the skew phaze and SCALE-Sim count
-          "operational_array": {"unit_energy": 0.04, "unit_area": 1, "dimensions": ["D1", "D2"],
+          "operational_array": {"unit_energy": cost("mac", 0.04), "unit_area": 1, "dimensions": ["D1", "D2"],
                                 "sizes": [r, c], "input_precision": [bits, bits],
                                 "systolic_dimensions": ["D1", "D2"]}}
     # weight stationary: the reduction dim (C in ZigZag's names = our K) on the rows, output columns on D2
     mapping = [{"name": "default", "spatial_mapping": {"D1": [f"C, {r}"], "D2": [f"K, {c}"]},
                 "memory_operand_links": {"O": "O", "W": "I2", "I": "I1"}}]
+    if case.get("zigzag_temporal_ordering"):  # a given schedule (innermost loop first): no search
+        mapping[0]["temporal_ordering"] = [list(x) for x in case["zigzag_temporal_ordering"]]
     rows, cols = (case["m"], case["n"]) if stream == "m" else (case["n"], case["m"])
     workload = [{"id": 0, "name": "gemm", "operator_type": "Gemm", "equation": "O[b][k]+=I[b][c]*W[c][k]",
                  "loop_dims": ["B", "C", "K"], "loop_sizes": [rows, case["k"], cols],
@@ -260,9 +273,14 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
                 yaml.safe_dump(obj, f, sort_keys=False)  # memory order = hierarchy order: keep it
         t0 = time.time()
         _, latency, cmes = get_hardware_performance_zigzag(
-            paths[2], paths[0], paths[1], opt="latency", dump_folder=os.path.join(d, "out"),
-            loma_show_progress_bar=False)
+            paths[2], paths[0], paths[1], opt="energy" if costs else "latency", dump_folder=os.path.join(d, "out"),
+            loma_show_progress_bar=False, **({"lpf_limit": case["zigzag_lpf_limit"]}
+                                             if "zigzag_lpf_limit" in case else {}))
         cme = cmes[0][0]
+        if costs:  # the one layer's own evaluation (cmes[0][0] is the sum over layers, without the links)
+            layer = cmes[0][1][0][0]
+            return dict(_zigzag_energy(layer), cycles=float(layer.latency_total2), stream=stream, split=split,
+                        seconds=round(time.time() - t0, 1))
         return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case, split),
                 "split": split, "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
                 "systolic_drain_cycles": float(cme.systolic_drain_cycle),
@@ -271,6 +289,22 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
                 "onloading_cycles": float(cme.latency_total1 - cme.latency_total0),
                 "offloading_cycles": float(cme.data_offloading_cycle),
                 "stream": stream, "seconds": round(time.time() - t0, 1)}
+
+
+def _zigzag_energy(cme) -> dict:
+    """An energy run's figures (pJ): the total, the MACs', each memory's (all operands) and each operand's
+    per memory, and each operand's word accesses per memory (reads out, writes in)."""
+    hierarchy = cme.accelerator.memory_hierarchy
+    by_memory, by_operand, accesses = {}, {}, {}
+    for layer_op, energies in cme.mem_energy_breakdown.items():
+        levels = hierarchy.get_memory_levels(mem_op=cme.memory_operand_links.layer_to_mem_op(layer_op))
+        for level, energy, acc in zip(levels, energies, cme.memory_word_access[layer_op]):
+            name = level.name
+            by_memory[name] = by_memory.get(name, 0.0) + float(energy)
+            by_operand.setdefault(str(layer_op), {})[name] = float(energy)
+            accesses.setdefault(str(layer_op), {})[name] = {str(d): float(acc.get(d)) for d in acc.data}
+    return {"energy_pj": float(cme.energy_total), "mac_pj": float(cme.mac_energy), "memory_pj": by_memory,
+            "operand_memory_pj": by_operand, "word_accesses": accesses}
 
 
 # ---------------------------------------------------------------- SCALE-Sim (runs inside the scalesim venv)

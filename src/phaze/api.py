@@ -439,6 +439,15 @@ def validate_chip():
     return run()
 
 
+def validate_chip_energy():
+    """phaze's GEMM energy on one tensor core vs ZigZag's minimum-energy mapping under the same per-access
+    energies, over the shipped energy panel (``phaze.validation.chip_energy``; docs/chip-validation.md): an
+    EnergyReport with per-case energies by part, mean and max |error|, the cases phaze counts below ZigZag's
+    minimum, and whether the goal (15% max, 5% mean) is met."""
+    from phaze.validation.chip_energy import validate_chip_energy as run
+    return run()
+
+
 # The search stage's calls (co-search, Spotlight-style baseline, reproduce, results) in phaze.api_search; listings
 # (zoo, presets and space, validation, model files) and reports and settings (HTML, assumption rows) in
 # phaze.api_info and phaze.api_report, re-exported here so `phaze.api` stays the one surface the CLI calls.

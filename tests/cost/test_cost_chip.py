@@ -10,16 +10,11 @@ from phaze.cost.onchip import glb_bandwidth_Bps, glb_supply_bytes_per_cycle, sha
 from phaze.hardware import Accelerator, ArchArrays
 from phaze.workload.ops import Gemm, LayerGraph, VectorOp
 
+from chiphelpers import small_chip as chip
+
 MiB = 2**20
 
 
-def chip(num_tc=1, rows=128, cols=128, num_vc=1, lanes=128, glb=128 * MiB, banks=64, width=512, operand=None,
-         acc=None, noc="crossbar", link=None, hbm_bw=1e15, **kw):
-    return Accelerator("t", num_tc, rows, cols, num_vc, lanes, glb, 32 * 2**30, hbm_bw, 1e9,
-                       glb_banks=banks, glb_bank_width_bytes=width,
-                       tc_operand_bytes=2 * rows * cols * 2 if operand is None else operand,
-                       tc_acc_bytes=1024 * cols * 4 if acc is None else acc, noc=noc,
-                       noc_link_bytes=width if link is None else link, **kw)
 
 
 G = Gemm("g", 1, 4096, 1600, 128)

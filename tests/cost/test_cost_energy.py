@@ -72,3 +72,44 @@ def test_plan_power_below_peak_and_time_split_adds_up():
     # the GLB bytes it moves per second stay within the GLB's supply (ops slow down to fit their slices)
     from phaze.search.explain import chip_facts
     assert 0 < p["glb_demand_Bps"] <= chip_facts(TPU)["glb_bandwidth_Bps"]
+
+
+def test_gemm_energy_parts_count_the_schedule_hand_computed():
+    # 4x16 array, operand buffer of two tiles (256 B), accumulator of 32 fp32 rows of 16 (2 KiB), GLB banks of
+    # 64 B. GEMM (64 x 8) @ (8 x 16), M's rows streamed: one column block (N = C = 16), kt = 2 tiles of
+    # k_rows = 4, passes of 32 rows (2); the 2-tile panel (256 B) fits the operand buffer, so it is loaded
+    # once. GLB: inputs 64 x 8 x 2 B once (one column block) = 1024, weights 8 x 16 x 2 = 256, outputs
+    # 64 x 16 x 2 = 2048 written; accumulator: 64 rows x 2 tiles = 128 row reads and writes; operand
+    # buffer: 2 tiles x 4 rows = 8 rows written and read.
+    from phaze.cost.energy import gemm_energy_parts_j
+    from phaze.cost.gemm import gemm_terms
+    from phaze.hardware.power import energy_parts
+    from chiphelpers import small_chip
+
+    a = small_chip(rows=4, cols=16, operand=256, acc=32 * 16 * 4, width=64).as_arrays()
+    g = Gemm("g", 1, 64, 16, 8)
+    t = gemm_terms(g, a, 1)
+    assert bool(t["streams_m"][0])
+    assert (t["glb_bytes"][0], t["glb_write_bytes"][0], t["acc_row_accesses"][0], t["operand_row_loads"][0]) \
+        == (1024 + 256 + 2048, 2048, 128, 8)
+    p = energy_parts(a)
+    e = gemm_energy_parts_j(g, a, 1)
+    assert e["mac"][0] == pytest.approx(64 * 16 * 8 * MAC_J)
+    assert e["glb"][0] == pytest.approx(1280 * p["glb_read_J_per_B"][0] + 2048 * p["glb_write_J_per_B"][0])
+    assert e["accumulator"][0] == pytest.approx(128 * (p["acc_row_read_J"][0] + p["acc_row_write_J"][0]))
+    assert e["operand_buffer"][0] == pytest.approx(8 * (p["operand_row_read_J"][0] + p["operand_row_write_J"][0]))
+    assert op_energy_j(g, a, 1)[0] == pytest.approx(sum(v[0] for v in e.values()))
+
+
+def test_a_row_wider_than_the_macro_port_takes_several_accesses():
+    # a 256-column array's fp32 accumulator row is 1 KiB; the macros' ports are at most 512 B, so a row is
+    # two accesses (one was charged until 2026-12-02, found by the ZigZag energy cross-check); a 128-column
+    # row (512 B) is one
+    from phaze.hardware.chip_area import sram_parts
+    from phaze.hardware.power import energy_parts
+    from chiphelpers import small_chip
+
+    for cols, words in ((128, 1), (256, 2)):
+        a = small_chip(rows=128, cols=cols).as_arrays()
+        acc = sram_parts(a)["acc"]
+        assert energy_parts(a)["acc_rmw_J"][0] == pytest.approx(words * (acc.read_energy_j[0] + acc.write_energy_j[0]))

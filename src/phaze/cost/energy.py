@@ -1,10 +1,14 @@
 """Energy of one op on chips with the on-chip hierarchy, from the same terms as its latency.
 
-GEMM: useful MACs x MAC energy; every GLB byte it moves is a GLB read (CACTI energy per access / port
-width) and crosses the network; HBM bytes cost the HBM energy and a GLB write each (the fill); the
-accumulator is read and written once per streamed row per weight tile (``batch * M * ceil(N/C) *
-ceil(K/R)`` row accesses, CACTI); a weight tile is written into and read out of the operand buffer once
-per load (``R`` row accesses per tile).
+GEMM (``gemm_energy_parts_j``, by part): useful MACs x MAC energy; the GLB bytes the schedule moves, read
+(inputs, weights, partials read back) or written (outputs, partials), at CACTI's energy per access / port
+width, each also crossing the network; HBM bytes cost the HBM energy and a GLB write each (the fill); the
+accumulator rows the schedule reads and writes (``acc_row_accesses`` of ``phaze.cost.gemm_chip``: one row of C
+fp32 sums per streamed row per weight tile) and the weight rows it loads into the operand buffer and reads
+into the array (``operand_row_loads``), each row at CACTI's energy per access times the accesses a row
+takes. All counts are the ones the latency model's schedule (its orientation, passes and weight reloads)
+implies, so time and energy describe one schedule; ``phaze.validation.chip_energy`` checks them against
+ZigZag's minimum-energy mapping of the same core.
 Vector op: lane operations x lane energy; its operands cross the vector-core buffer, the GLB and the
 network; if its layer's activations are not resident, they also cost HBM energy and GLB writes.
 Constants and their sources: ``phaze.hardware.power``. Paper-template chips have no SRAM or network
@@ -14,12 +18,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from phaze.cost.common import ceil_div
 from phaze.cost.gemm import gemm_terms
 from phaze.cost.vector import vector_terms
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, energy_parts
 from phaze.workload.ops import Gemm, Op, VectorOp
+
+
+
+
+def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1) -> dict:
+    """Energy (J) of GEMM ``op`` by part (``GEMM_ENERGY_PARTS``, module docstring), per chip of ``arch``,
+    which must all have the on-chip hierarchy."""
+    p = arch.memo("energy_parts", energy_parts)
+    t = gemm_terms(op, arch, cores)
+    write = t["glb_write_bytes"]
+    return {"mac": np.full(len(arch), op.batch * op.m * op.n * op.k * MAC_J),
+            "glb": (t["glb_bytes"] - write) * p["glb_read_J_per_B"] + write * p["glb_write_J_per_B"],
+            "noc": t["glb_bytes"] * p["noc_J_per_B"],
+            "hbm": t["hbm_bytes"] * (HBM_J_PER_BYTE + p["glb_write_J_per_B"]),
+            "accumulator": t["acc_row_accesses"] * p["acc_rmw_J"],
+            "operand_buffer": t["operand_row_loads"] * p["operand_J"]}
 
 
 def op_energy_j(op: Op, arch: ArchArrays, cores=1, resident=False) -> np.ndarray:
@@ -36,14 +55,7 @@ def op_energy_j(op: Op, arch: ArchArrays, cores=1, resident=False) -> np.ndarray
     c = np.broadcast_to(np.asarray(cores), (n,))[idx]
     p = a.memo("energy_parts", energy_parts)
     if isinstance(op, Gemm):
-        t = gemm_terms(op, a, c)
-        R, C = np.asarray(a.tc_rows), np.asarray(a.tc_cols)
-        tiles = op.batch * ceil_div(op.k, R) * ceil_div(op.n, C)
-        e = (op.batch * op.m * op.n * op.k * MAC_J
-             + t["glb_bytes"] * (p["glb_read_J_per_B"] + p["noc_J_per_B"])
-             + t["hbm_bytes"] * (HBM_J_PER_BYTE + p["glb_write_J_per_B"])
-             + op.batch * op.m * ceil_div(op.n, C) * ceil_div(op.k, R) * p["acc_rmw_J"]
-             + tiles * R * p["operand_J"])
+        e = sum(gemm_energy_parts_j(op, a, c).values())
     else:
         res = np.broadcast_to(np.asarray(resident, bool), (n,))[idx]
         t = vector_terms(op, a, c, res)

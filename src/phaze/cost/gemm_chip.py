@@ -99,7 +99,7 @@ def _granular(nbytes, width):
 
 # per (core kind, core count) quantities _orient returns, in this order (spread back to chips as one array)
 FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_rem", "events", "drain_tiles",
-          "out", "k_rows", "fixed", "first_bytes", "last_bytes")
+          "out", "k_rows", "fixed", "first_bytes", "last_bytes", "glb_write", "acc_accesses", "w_rows")
 
 
 def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
@@ -143,6 +143,16 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     glb = (b * e * S * g.k) * nt + (b * g.k * T * e) * s * w_loads + b * S * T * e
     glb = glb + np.where(q > 1, (2.0 * b * S * T * ACC_BYTES) * q, 0.0)
     glb = glb + np.where(spill, (2.0 * b * S * T * ACC_BYTES) * kt, 0.0)
+    # what the energy model counts (all cores together): the GLB bytes written (the outputs, and half of
+    # the fp32 K-split partials and spills: each is written once and read back once), the accumulator row
+    # accesses (each streamed row adds one row of C partial sums per weight tile of its column block: a read
+    # and a write, the first tile's read being the previous pass's drain to the GLB) and the weight rows
+    # loaded into the operand buffer (k_rows per tile, once per row part and pass unless the panel fits),
+    # each written once and read once into the array
+    glb_write = (b * S * T * e + np.where(q > 1, (b * S * T * ACC_BYTES) * q, 0.0)
+                 + np.where(spill, (b * S * T * ACC_BYTES) * kt, 0.0))
+    acc_accesses = np.where(spill, 0.0, b * S * nt * kt)
+    w_rows = b * nt * s * q * kt_part * w_loads * k_rows
     # GLB bytes per tile in whole bank words (module docstring, access granularity): its input rows (k_rows
     # elements each, read one per cycle straight into the array), its share of the weight tile (a block
     # into the operand buffer: every tile once per pass, or a part's panel once over that part's row
@@ -164,7 +174,8 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
             "out": (_granular(mb * c_cols * e, width)
                     + np.where(q > 1, 2.0 * _granular(mb * c_cols * ACC_BYTES, width), 0.0)),
             "k_rows": k_rows, "fixed": fixed, "first_bytes": _granular(k_rows * c_cols * e, width),
-            "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * e, width)}
+            "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * e, width),
+            "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows}
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
@@ -214,6 +225,7 @@ def _stack(o: dict, n: int) -> np.ndarray:
 
 BCRIT, A1 = len(FIELDS), len(FIELDS) + 1
 _ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes")] + [BCRIT]
+_ACCESS = [FIELDS.index(f) for f in ("glb_write", "acc_accesses", "w_rows")]  # the energy model's counts
 # what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
 # the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
 _TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_tiles", "n_rem", "cyc_rem",
@@ -260,7 +272,11 @@ def _times_cycles(o: np.ndarray, inv_bpc: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
     """Per-chip terms of the module docstring: compute_s, glb_s, hbm_s, glb_bytes, hbm_bytes, latency_s
-    (the faster orientation's), for chips that all have the hierarchy. compute_s is the array's time
+    (the faster orientation's), for chips that all have the hierarchy; and the access counts the energy
+    model needs (``phaze.cost.energy``), of the same orientation and all cores together: glb_write_bytes
+    (of glb_bytes), acc_row_accesses (accumulator rows read and written) and operand_row_loads (weight rows
+    written into the operand buffers and read out into the arrays); streams_m: whether that orientation
+    streams the rows of the M side (else the transposed product streams N). compute_s is the array's time
     alone (with the two ends); glb_s the time the GLB imposes: its total traffic at the op's bandwidth, or
     the tile-by-tile time when per-tile transfers stall the array."""
     k = _chip_consts(arch)
@@ -283,11 +299,15 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
             sub = o[_TILED].take(stall if inv is None else inv[stall], axis=1)
             tiled = _tiled_cycles(sub, inv_bpc[stall], ends[stall])
             glb_c[stall] = np.maximum(glb_c[stall], tiled)
-        out.append((compute, glb, glb_c, np.maximum(compute, glb_c)))
+        counts = o[_ACCESS] if inv is None else o[_ACCESS].take(inv, axis=1)
+        out.append((compute, glb, glb_c, np.maximum(compute, glb_c), counts))
     if len(out) == 1:
         out.append(out[0])
-    (c1, g1, s1, l1), (c2, g2, s2, l2) = out
+    (c1, g1, s1, l1, a1), (c2, g2, s2, l2, a2) = out
     take = l2 < l1
     lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
+    w, acc_rows, w_rows = np.where(take, a2, a1)
     return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
-            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"]}
+            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"],
+            "glb_write_bytes": w, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
+            "streams_m": ~take}

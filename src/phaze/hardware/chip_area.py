@@ -61,7 +61,8 @@ ACC_BYTES = 4
 CONTROL_FRACTION_OF_DATAPATH = 2.0 / (30.0 + 37.0)
 
 
-def _width(w) -> np.ndarray:
+def macro_port_width(w) -> np.ndarray:
+    """Port width (bytes) of the SRAM macro that serves accesses of ``w`` bytes (the CACTI table's range)."""
     return np.clip(np.asarray(w, np.int64), SRAM_MIN_WIDTH, SRAM_MAX_WIDTH)
 
 
@@ -97,8 +98,8 @@ def sram_parts(arch: ArchArrays) -> dict:
     def build(a: ArchArrays) -> dict:
         e = np.asarray(a.bytes_per_element, np.int64)
         one = np.ones(len(a), np.int64)
-        w_op, w_acc = _width(np.asarray(a.tc_cols) * e), _width(np.asarray(a.tc_cols) * ACC_BYTES)
-        w_vc, w_glb = _width(np.asarray(a.vc_width) * e), _width(a.glb_bank_width_bytes)
+        w_op, w_acc = macro_port_width(np.asarray(a.tc_cols) * e), macro_port_width(np.asarray(a.tc_cols) * ACC_BYTES)
+        w_vc, w_glb = macro_port_width(np.asarray(a.vc_width) * e), macro_port_width(a.glb_bank_width_bytes)
         banks = np.asarray(a.glb_banks, np.int64)
         return {
             "operand": sram_macro(_cap(a.tc_operand_bytes, 2, w_op), 2 * one, w_op, one),

@@ -39,23 +39,34 @@ def noc_distance_mm(arch: ArchArrays, area_mm2: np.ndarray) -> np.ndarray:
 
 
 def energy_parts(arch: ArchArrays) -> dict:
-    """Per-chip energies the op energy model needs: J per GLB byte read (and written), per NoC byte,
-    per accumulator row read-modify-write, per operand-buffer row access, per vector-buffer byte."""
-    from phaze.hardware.chip_area import chip_area_mm2, sram_parts
+    """Per-chip energies the op energy model needs: J per GLB byte read and written, per NoC byte, per
+    accumulator row read and written (a row of C fp32 sums) and their sum (a read-modify-write), per
+    operand-buffer row written and read (a row of C weights) and their sum, per vector-buffer byte.
+
+    A row wider than its macro's port (at most ``SRAM_MAX_WIDTH`` bytes: a 256-column fp32 row is 1 KiB)
+    takes ceil(row / port) accesses; until 2026-12-02 every row was charged one access, which gave the
+    accumulators of arrays with more than 128 columns half their energy for free (found by the
+    cross-check against ZigZag, ``phaze.validation.chip_energy``)."""
+    from phaze.hardware.chip_area import ACC_BYTES, chip_area_mm2, macro_port_width, sram_parts
 
     s = sram_parts(arch)
-    width = lambda w: np.clip(np.asarray(w, np.float64), 8, 512)  # noqa: E731  (the macros' port width)
-    e = np.asarray(arch.bytes_per_element, np.float64)
-    glb_w = width(arch.glb_bank_width_bytes)
-    vc_w = width(np.asarray(arch.vc_width) * e)
+    f64 = lambda x: np.asarray(x, np.float64)  # noqa: E731
+    e = f64(arch.bytes_per_element)
+    cols = f64(arch.tc_cols)
+    glb_w = f64(macro_port_width(arch.glb_bank_width_bytes))
+    vc_w = f64(macro_port_width(np.asarray(arch.vc_width) * np.asarray(arch.bytes_per_element)))
+    acc_words = np.ceil(cols * ACC_BYTES / f64(macro_port_width(np.asarray(arch.tc_cols) * ACC_BYTES)))
+    op_words = np.ceil(cols * e / f64(macro_port_width(np.asarray(arch.tc_cols) * np.asarray(arch.bytes_per_element))))
+    acc_r, acc_w = f64(s["acc"].read_energy_j) * acc_words, f64(s["acc"].write_energy_j) * acc_words
+    op_r, op_w = f64(s["operand"].read_energy_j) * op_words, f64(s["operand"].write_energy_j) * op_words
     dist = noc_distance_mm(arch, chip_area_mm2(arch))
     return {
-        "glb_read_J_per_B": np.asarray(s["glb"].read_energy_j, np.float64) / glb_w,
-        "glb_write_J_per_B": np.asarray(s["glb"].write_energy_j, np.float64) / glb_w,
+        "glb_read_J_per_B": f64(s["glb"].read_energy_j) / glb_w,
+        "glb_write_J_per_B": f64(s["glb"].write_energy_j) / glb_w,
         "noc_J_per_B": 8.0 * WIRE_J_PER_BIT_MM * dist,
-        "acc_rmw_J": np.asarray(s["acc"].read_energy_j, np.float64) + np.asarray(s["acc"].write_energy_j, np.float64),
-        "operand_J": np.asarray(s["operand"].read_energy_j, np.float64) + np.asarray(s["operand"].write_energy_j, np.float64),
-        "vc_J_per_B": (np.asarray(s["vc"].read_energy_j, np.float64) + np.asarray(s["vc"].write_energy_j, np.float64)) / vc_w / 2,
+        "acc_row_read_J": acc_r, "acc_row_write_J": acc_w, "acc_rmw_J": acc_r + acc_w,
+        "operand_row_read_J": op_r, "operand_row_write_J": op_w, "operand_J": op_r + op_w,
+        "vc_J_per_B": (f64(s["vc"].read_energy_j) + f64(s["vc"].write_energy_j)) / vc_w / 2,
     }
 
 

@@ -132,12 +132,16 @@ class ChipValidationReport:
                 "goal": {"max_abs_pct": GOAL_MAX_PCT, "mean_abs_pct": GOAL_MEAN_PCT, "met": self.goal_met}}
 
 
+def panel_gemm(case: dict) -> Gemm:
+    """The case's GEMM slice, (M x K) @ (K x N)."""
+    return Gemm(name=case["name"], batch=int(case.get("batch", 1)), m=int(case["m"]), n=int(case["n"]),
+                k=int(case["k"]), bytes_per_element=int(case["bytes_per_element"]))
+
+
 def phaze_cycles(case: dict) -> float:
     """Cycles phaze predicts for the case's GEMM on :func:`panel_accelerator` (one core)."""
     acc = panel_accelerator(case)
-    g = Gemm(name=case["name"], batch=int(case.get("batch", 1)), m=int(case["m"]), n=int(case["n"]),
-             k=int(case["k"]), bytes_per_element=int(case["bytes_per_element"]))
-    return float(gemm_latency_s(g, acc.as_arrays(), cores=1)[0]) * acc.freq_hz
+    return float(gemm_latency_s(panel_gemm(case), acc.as_arrays(), cores=1)[0]) * acc.freq_hz
 
 
 def _tool(case: dict, tool: str) -> float | None:
