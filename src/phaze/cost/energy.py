@@ -8,7 +8,7 @@ fp32 sums per streamed row per weight tile) and the weight rows it loads into th
 into the array (``operand_row_loads``), each row at CACTI's energy per access times the accesses a row
 takes. All counts are the ones the latency model's schedule (its orientation, passes and weight reloads)
 implies, so time and energy describe one schedule; ``phaze.validation.chip_energy`` checks them against
-ZigZag's minimum-energy mapping of the same core.
+ZigZag's count of the same schedule on the same core.
 Vector op: lane operations x lane energy; its operands cross the vector-core buffer, the GLB and the
 network; if its layer's activations are not resident, they also cost HBM energy and GLB writes.
 Constants and their sources: ``phaze.hardware.power``. Paper-template chips have no SRAM or network
@@ -24,7 +24,7 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, energy_parts
 from phaze.workload.ops import Gemm, Op, VectorOp
 
-
+GEMM_ENERGY_PARTS = ("mac", "glb", "noc", "hbm", "accumulator", "operand_buffer")
 
 
 def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1) -> dict:

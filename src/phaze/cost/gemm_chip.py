@@ -306,8 +306,8 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     (c1, g1, s1, l1, a1), (c2, g2, s2, l2, a2) = out
     take = l2 < l1
     lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
-    w, acc_rows, w_rows = np.where(take, a2, a1)
+    glb_write, acc_rows, w_rows = np.where(take, a2, a1)
     return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
             "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"],
-            "glb_write_bytes": w, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
+            "glb_write_bytes": glb_write, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
             "streams_m": ~take}

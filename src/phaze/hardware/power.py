@@ -51,12 +51,11 @@ def energy_parts(arch: ArchArrays) -> dict:
 
     s = sram_parts(arch)
     f64 = lambda x: np.asarray(x, np.float64)  # noqa: E731
-    e = f64(arch.bytes_per_element)
-    cols = f64(arch.tc_cols)
+    cols, e = np.asarray(arch.tc_cols), np.asarray(arch.bytes_per_element)
     glb_w = f64(macro_port_width(arch.glb_bank_width_bytes))
-    vc_w = f64(macro_port_width(np.asarray(arch.vc_width) * np.asarray(arch.bytes_per_element)))
-    acc_words = np.ceil(cols * ACC_BYTES / f64(macro_port_width(np.asarray(arch.tc_cols) * ACC_BYTES)))
-    op_words = np.ceil(cols * e / f64(macro_port_width(np.asarray(arch.tc_cols) * np.asarray(arch.bytes_per_element))))
+    vc_w = f64(macro_port_width(np.asarray(arch.vc_width) * e))
+    acc_words = np.ceil(f64(cols * ACC_BYTES) / f64(macro_port_width(cols * ACC_BYTES)))  # accesses per row
+    op_words = np.ceil(f64(cols * e) / f64(macro_port_width(cols * e)))
     acc_r, acc_w = f64(s["acc"].read_energy_j) * acc_words, f64(s["acc"].write_energy_j) * acc_words
     op_r, op_w = f64(s["operand"].read_energy_j) * op_words, f64(s["operand"].write_energy_j) * op_words
     dist = noc_distance_mm(arch, chip_area_mm2(arch))
