@@ -66,3 +66,15 @@ def test_one_tile_gemms_differ_by_the_final_sums_precision_only():
 def test_energy_goal():
     assert REPORT.goal_met
     assert REPORT.max_abs_pct <= ENERGY_GOAL_MAX_PCT and REPORT.mean_abs_pct <= ENERGY_GOAL_MEAN_PCT
+
+
+def test_cli_validate_chip_json_carries_the_energy_check(capsys):
+    import json
+
+    from clirunner import run_phaze
+    code, out, err = run_phaze(capsys, "validate", "--chip", "--json")
+    assert code == 0, err
+    e = json.loads(out)["energy"]
+    assert len(e["cases"]) == 62 and e["goal"] == {"max_abs_pct": 15.0, "mean_abs_pct": 5.0, "met": False}
+    assert e["mean_abs_pct"] == pytest.approx(REPORT.mean_abs_pct) and e["lowest_pct"] == pytest.approx(REPORT.lowest_pct)
+    assert {c["reference"] for c in e["cases"]} == {"schedule", "search"}

@@ -272,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("validate", help="predicted vs published measurements (Megatron-LM on DGX A100, NeMo on "
                                         "DGX H100), a table per source; with --chip the GEMM latency vs ZigZag "
-                                        "and SCALE-Sim")
+                                        "and SCALE-Sim and its energy vs ZigZag")
     p.add_argument("--cases", default=None, help="a JSON file of cases, measurements or runs shape (default: the "
                                                  "published ones shipped)")
     p.add_argument("--held-out", nargs="?", const="1", default=None, choices=("1", "2", "3", "4"),
@@ -281,8 +281,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(Megatron-LM CI runs on H100 and A100 with measured peak memory) or 4 (Nemotron-4 340B "
                         "on 128-2048 H100, BF16 and FP8) (default: off)")
     p.add_argument("--chip", action="store_true",
-                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim over the "
-                        "shipped panel (docs/chip-validation.md) instead (default: off)")
+                   help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim, and its GEMM "
+                        "energy with ZigZag's count of the same schedule, over the shipped panels "
+                        "(docs/chip-validation.md, docs/chip-energy-validation.md) instead (default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")
