@@ -192,7 +192,9 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
 
     A case with ``energy_costs_pj`` (scripts/chip_energy_panel.py) is an energy run: its MAC and memories
     cost what phaze charges (pJ per MAC, per access of each memory's port), ZigZag searches the
-    minimum-energy mapping, and the result adds its energy by memory and by operand and the accesses."""
+    minimum-energy mapping (at ``zigzag_lpf_limit`` when the case gives one) or, when the case gives
+    ``zigzag_temporal_ordering`` (phaze's schedule), counts that schedule without searching; the result
+    is its energy by memory and by operand and the word accesses."""
     import logging
 
     import yaml
