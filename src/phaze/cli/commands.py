@@ -293,12 +293,12 @@ def _validate_chip(args) -> int:
     t2 = table("summary (goal: every case within 15% of ZigZag, mean within 5%: " + goal + ")",
                ["tool", "cases", "mean |error|", "max |error|", "within 15%"], rows)
     e = api.validate_chip_energy()
-    pj = lambda v: "-" if v is None else f"{v / 1e6:,.3f}"  # noqa: E731  (uJ)
+    uj = lambda pj: "-" if pj is None else f"{pj / 1e6:,.3f}"  # noqa: E731  (pJ shown in uJ)
     t3 = table(f"GEMM energy on one tensor core (uJ; MAC + GLB + accumulator + operand buffer): phaze vs "
                f"ZigZag {e.tool} under phaze's per-access energies, on phaze's schedule (or ZigZag's best mapping "
                f"where it cannot take that schedule's loops whole: 'search')",
                ["case", "phaze", "ZigZag", "reference", "error", "acc / ZigZag", "GLB / ZigZag", "vs ZigZag's best"],
-               [(c.name, pj(c.phaze_total_pj), pj(c.zigzag_total_pj), c.reference, pct(c.error_pct),
+               [(c.name, uj(c.phaze_total_pj), uj(c.zigzag_total_pj), c.reference, pct(c.error_pct),
                  _ratio(c, "accumulator"), _ratio(c, "glb"), pct(c.min_error_pct)) for c in e.cases])
     t4 = table("energy summary (goal: every case within 15% of ZigZag, mean within 5%: "
                + ("met" if e.goal_met else "NOT met") + ")",

@@ -172,11 +172,11 @@ def validate_chip(panel: dict | None = None) -> ChipValidationReport:
                                 _err(p, zz), _err(p, ss), z3, _err(p, z3)))
         except KeyError as e:
             raise ConfigError(f"chip panel case {c.get('name', '?')!r}: missing field {e.args[0]!r}") from None
-    zmean, zmax, zn, zin = _stats([c.zigzag_error_pct for c in out])
-    smean, smax, sn, _ = _stats([c.scalesim_error_pct for c in out])
+    zmean, zmax, zn, zin = error_stats([c.zigzag_error_pct for c in out])
+    smean, smax, sn, _ = error_stats([c.scalesim_error_pct for c in out])
     v3 = None
     if any(c.zigzag_v3_error_pct is not None for c in out):
-        m3, x3, n3, in3 = _stats([c.zigzag_v3_error_pct for c in out])
+        m3, x3, n3, in3 = error_stats([c.zigzag_v3_error_pct for c in out])
         v3 = {"mean_abs_pct": m3, "max_abs_pct": x3, "cases": n3, "within_goal": in3}
     return ChipValidationReport(
         tools=dict(panel.get("tools", {})), command=str(panel.get("command", "")), cases=tuple(out),
@@ -186,9 +186,9 @@ def validate_chip(panel: dict | None = None) -> ChipValidationReport:
         zigzag_within_goal=zin, zigzag_v3=v3)
 
 
-def _stats(errs: list[float | None]) -> tuple[float, float, int, int]:
-    """(mean |error|, max |error|, cases with a tool figure, cases within GOAL_MAX_PCT) of signed % errors."""
+def error_stats(errs: list[float | None], max_pct: float = GOAL_MAX_PCT) -> tuple[float, float, int, int]:
+    """(mean |error|, max |error|, cases with a tool figure, cases within ``max_pct``) of signed % errors."""
     a = [abs(e) for e in errs if e is not None]
     if not a:
         return float("nan"), float("nan"), 0, 0
-    return sum(a) / len(a), max(a), len(a), sum(x <= GOAL_MAX_PCT for x in a)
+    return sum(a) / len(a), max(a), len(a), sum(x <= max_pct for x in a)

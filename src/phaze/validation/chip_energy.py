@@ -26,6 +26,7 @@ from functools import lru_cache
 from importlib import resources
 
 from phaze.errors import ConfigError
+from phaze.validation.chip import error_stats
 
 ENERGY_PANEL_FILE = "chip_energy_panel.json"
 ENERGY_GOAL_MAX_PCT = 15.0
@@ -161,12 +162,9 @@ def validate_chip_energy(panel: dict | None = None) -> EnergyReport:
         except KeyError as e:
             raise ConfigError(f"chip energy panel case {c.get('name', '?')!r}: missing field {e.args[0]!r}") from None
     errs = [c.error_pct for c in cases if c.error_pct is not None]
-    a = [abs(e) for e in errs]
-    mean = sum(a) / len(a) if a else float("nan")
-    mx = max(a) if a else float("nan")
-    within = sum(x <= ENERGY_GOAL_MAX_PCT for x in a)
+    mean, mx, n, within = error_stats(errs, ENERGY_GOAL_MAX_PCT)
     return EnergyReport(tool=str(panel.get("tools", {}).get("zigzag-dse", "?")), command=str(panel.get("command", "")),
                         cases=tuple(cases), mean_abs_pct=mean, max_abs_pct=mx,
                         lowest_pct=min(errs) if errs else float("nan"), within_goal=within,
-                        goal_met=bool(a) and len(a) == len(cases) and mx <= ENERGY_GOAL_MAX_PCT
+                        goal_met=n > 0 and n == len(cases) and mx <= ENERGY_GOAL_MAX_PCT
                         and mean <= ENERGY_GOAL_MEAN_PCT)
