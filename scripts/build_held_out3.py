@@ -54,8 +54,10 @@ ASSUMPTIONS = [
     "--use-distributed-optimizer -> zero1; --overlap-grad-reduce --overlap-param-gather -> overlapped DP sync",
     "--transformer-impl transformer_engine: Transformer Engine's fused attention -> flash",
     "no --sequence-parallel and no --tp-comm-overlap: blocking TP all-reduces",
-    "not modelled, each slowing the measured step: --deterministic-mode (NVTE_ALLOW_NONDETERMINISTIC_ALGO=0, "
-    "deterministic attention kernels), --no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
+    "--deterministic-mode -> deterministic: PyTorch fills every allocation (torch.use_deterministic_algorithms, "
+    "megatron/training/determinism.py), charged (phaze.cost.gpu_determinism)",
+    "not modelled, each slowing the measured step: the deterministic attention kernels of --deterministic-mode "
+    "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), --no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
     "(NVTE_FWD/BWD_LAYERNORM_SM_MARGIN 16), --log-params-norm and --log-num-zeros-in-grad (extra passes over the "
     "parameters and gradients), --log-interval 2",
 ]
@@ -76,7 +78,7 @@ def run(gpu: str, cfg: str) -> dict:
         "tp": plan["tp"], "pp": plan["pp"], "dp": 8 // (plan["tp"] * plan["pp"]), "mbs": plan["mbs"],
         "global_batch": 8, "interleave": plan["interleave"], "recompute": "none", "sequence_parallel": False,
         "zero1": True, "attention": "flash", "precision": "bf16", "tp_comm_overlap": False,
-        "overlap_grad_reduce": True, "measured_iteration_time_s": round(t, 5),
+        "overlap_grad_reduce": True, "deterministic": True, "measured_iteration_time_s": round(t, 5),
         "measured_peak_memory_bytes": peak,
         "conversion": (f"iteration time: mean of the {len(times)} golden 'iteration-time' values after step 2 "
                        f"({', '.join(f'{x:g}' for x in times)} s) = {t:.5f} s; memory: 'mem-max-allocated-bytes' "
@@ -118,6 +120,8 @@ SMALL = {
     ("tp1_pp1_dist_optimizer_no_mmap_bin_files", "h100"): (1, 1, 1, 1, True, "none", False, "standard",
                                                            {}, 4702430720.0),
 }
+# the small tests' model_config.yaml set --deterministic-mode: true, except the context-parallel one
+NOT_DETERMINISTIC_SMALL = {"tp2_pp2_cp2"}
 SMALL_MODEL = {"name": "megatron-ci-gpt-small", "num_layers": 12, "hidden": 512, "heads": 8, "ffn": 2048,
                "vocab": 50257, "seq_len": 1024, "norm": "layernorm", "mlp": "gelu", "position": "learned",
                "bias": True, "dropout": True, "tied_embeddings": True, "max_tp": 8, "vocab_pad_multiple": 128}
@@ -135,7 +139,7 @@ def small_run(name: str, gpu: str) -> dict:
         "tp": tp, "pp": pp, "dp": 8 // (tp * pp * cp), "cp": cp, "mbs": 4, "global_batch": 32, "interleave": v,
         "recompute": recompute, "sequence_parallel": sp, "zero1": dist_opt, "attention": attention,
         "precision": "bf16", "tp_comm_overlap": False, "overlap_grad_reduce": overlap,
-        "measured_peak_memory_bytes": peak,
+        "deterministic": name not in NOT_DETERMINISTIC_SMALL, "measured_peak_memory_bytes": peak,
         "conversion": (f"memory only: 'mem-max-allocated-bytes' from step 2 on, {peak:.0f} B, on the last rank (last "
                        f"pipeline stage); the ~0.09 s step of a 12-layer, 512-wide model is host-bound, not compared"),
         "assumptions": ["model: 12 layers, hidden 512, 8 heads, sequence 1024 and the test's own flags (see "

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
-from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, DIRECTIONS,
+from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG,
+                                   DETERMINISTIC_TP_OVERLAP_ERROR, DIRECTIONS,
                                    GRAD_DTYPES, LAYER_KINDS, OPTIMIZER_STATES, RECOMPUTE_MODES, ModelConfig,
                                    TrainSetting)
 
@@ -334,6 +335,13 @@ def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
     return float(memory_reserve_gib) * 2**30
 
 
+def _check_deterministic(deterministic: bool, tp_overlap: bool) -> None:
+    if not isinstance(deterministic, bool):
+        raise ConfigError(f"deterministic must be true or false, got {deterministic!r}")
+    if deterministic and tp_overlap:
+        raise ConfigError(f"--deterministic with --tp-overlap: {DETERMINISTIC_TP_OVERLAP_ERROR}")
+
+
 def _check_precision(acc: Accelerator, precision: str) -> None:
     if precision == "fp8" and acc.fp8_matrix_factor <= 0:
         raise ConfigError(f"--precision fp8: {acc.name} has no FP8 tensor cores; use bf16 or fp16 (or a chip "
@@ -345,7 +353,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
          tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
          cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-         optimizer_state: str = DEFAULT_OPTIMIZER_STATE):
+         optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
@@ -354,12 +362,14 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     of the TP overlap (``phaze.cost.userbuffers.ub_config_names()``; not searched: it is how the framework is set
     up); ``grad_dtype`` the gradients' format, "fp32" (Megatron's main grads) or "bf16", and ``optimizer_state``
     what Adam keeps per parameter (``phaze.workload.config.OPTIMIZER_STATES``; neither searched: a numerics
-    choice the user makes)."""
+    choice the user makes); ``deterministic``: PyTorch's deterministic mode as Megatron-LM's
+    ``--deterministic-mode`` runs it (``phaze.cost.gpu_determinism``; GPUs only, no TP overlap)."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
+    _check_deterministic(deterministic, tp_overlap)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     kw = {}
@@ -384,7 +394,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
                     overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config,
-                    grad_dtype=grad_dtype, optimizer_state=optimizer_state, **kw)
+                    grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=deterministic, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -394,12 +404,12 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
                   memory_reserve_gib: float | None = None, cp: int = 1,
                   tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE):
+                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
     ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention);
     ``tp_overlap_config``: the userbuffers configuration of the TP overlap; ``grad_dtype``: the gradients' format;
-    ``optimizer_state``: what Adam keeps per parameter."""
+    ``optimizer_state``: what Adam keeps per parameter; ``deterministic``: PyTorch's deterministic mode."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, Recompute, evaluate
 
@@ -408,6 +418,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                  interleave=interleave, seq=seq_len, cp=cp)
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
+    _check_deterministic(deterministic, tp_overlap)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     if cp > 1 and attention != "flash":
@@ -426,7 +437,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=interleave,
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
                       precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp,
-                      tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state)
+                      tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
+                      deterministic=deterministic)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)
 

@@ -87,18 +87,20 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
                  memory_reserve_gib: float | None = None,
                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
                  grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                 optimizer_state: str = DEFAULT_OPTIMIZER_STATE) -> list[tuple[str, str]]:
+                 optimizer_state: str = DEFAULT_OPTIMIZER_STATE,
+                 deterministic: bool = False) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
-    from phaze.api import _runtime, check_tp_overlap_config
+    from phaze.api import _check_deterministic, _runtime, check_tp_overlap_config
     from phaze.report.setting import plan_setting as rows
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
+    _check_deterministic(deterministic, tp_overlap)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
                    tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                   memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
+                   deterministic=deterministic, memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
                 recompute_modes, runtime)
 
@@ -108,7 +110,7 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
                 seq_len: int | None = None, **runtime) -> str:
     """Write the HTML report of a ``plan`` result; returns the path. ``runtime``: the runtime features the
     plan was searched with (``plan``'s attention, precision, tp_overlap, dp_overlap, memory_reserve_gib,
-    tp_overlap_config, grad_dtype, optimizer_state)."""
+    tp_overlap_config, grad_dtype, optimizer_state, deterministic)."""
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)

@@ -74,6 +74,10 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         "(10 B, Apex store_param_remainders: NeMo 1.x with a bf16 model), bf16-master (6 B) or bf16 "
                         "(4 B, NeMo optim.dtype: bf16 with / without FP8 parameters); a numerics choice, not "
                         f"searched by plan (default: {DEFAULT_OPTIMIZER_STATE})")
+    p.add_argument("--deterministic", action="store_true",
+                   help="PyTorch's deterministic mode as Megatron-LM's --deterministic-mode runs it: every "
+                        "allocation is filled before use (its deterministic attention backward is not costed); "
+                        "GPUs only, no --tp-overlap; not searched by plan (default: off)")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
                         "--zero1 the parameter all-gather with the next forward (default: off)")

@@ -164,7 +164,8 @@ def _runtime_kw(args) -> dict:
     return dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
                 tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
                 optimizer_state=args.optimizer_state,
-                dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib)
+                dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib,
+                deterministic=args.deterministic)
 
 
 def _eval_rows(evs) -> list[tuple]:

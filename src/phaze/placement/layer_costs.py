@@ -88,9 +88,10 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
 
 def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
                        tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None,
-                       tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG) -> float:
+                       tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, deterministic: bool = False) -> float:
     """Every op on all cores of its kind, one after another (plus the framework's extra kernels:
-    ``phaze.cost.gpu_framework``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP
+    ``phaze.cost.gpu_framework``, and with ``deterministic`` the fill of every allocation:
+    ``phaze.cost.gpu_determinism``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP
     all-gather / reduce-scatter hides behind its GEMM as the userbuffers configuration ``tp_overlap_config``
     says, ``phaze.cost.overlap``).
     With context parallelism the K/V ring (``cp_bytes`` on ``cp_tier``) overlaps the flash-attention GEMMs
@@ -123,6 +124,9 @@ def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None
             lat.append(x)
     # Transformer Engine's FP8 casts and transposes around the FP8 GEMMs (phaze.cost.gpu_framework)
     extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)
+    if deterministic:  # PyTorch fills every allocation under torch.use_deterministic_algorithms
+        from phaze.cost.gpu_determinism import deterministic_fill_s
+        extra += deterministic_fill_s(graph, memory_Bps, accelerator.op_overhead_s)
     if cp > 1 and cp_bytes > 0:
         from phaze.cost import p2p_latency_s
         from phaze.cost.gpu import is_flash
@@ -185,6 +189,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     if setting.cp > 1 and cp_tier is None:
         raise ConfigError("context parallelism needs the network tier of the CP group (cp_tier)")
     cp_tier = cp_tier if setting.cp > 1 else None
+    if setting.deterministic and tm != "sequential":
+        raise ConfigError(f"deterministic mode is PyTorch's on a GPU (the sequential time model); {accelerator.name} "
+                          f"is costed with the {tm} model, which has no framework allocations to fill")
     key = (model, accelerator, setting, tier, tm, optimizer, cp_tier)
     hit = _CACHE.get(key)
     if hit is not None:
@@ -198,7 +205,8 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
             if tm == "sequential":
                 cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
                 times[(kind, direction)] = _sequential_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
-                                                              setting.cp, cpb, cp_tier, setting.tp_overlap_config)
+                                                              setting.cp, cpb, cp_tier, setting.tp_overlap_config,
+                                                              setting.deterministic)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
@@ -257,17 +265,18 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
                 precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
                 tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
                 grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                optimizer_state: str = DEFAULT_OPTIMIZER_STATE) -> TrainSetting:
+                optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False) -> TrainSetting:
     """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
     configuration only where it overlaps (else the default: one cache entry for the same costs); the
     gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step);
-    Adam's ``optimizer_state`` (its bytes in memory and in the optimizer step)."""
+    Adam's ``optimizer_state`` (its bytes in memory and in the optimizer step); ``deterministic``: PyTorch's
+    deterministic mode (``phaze.cost.gpu_determinism``)."""
     sp = bool(sequence_parallel and tp > 1)
     ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
                         sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
                         tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG,
-                        grad_dtype=grad_dtype, optimizer_state=optimizer_state)
+                        grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=bool(deterministic))
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

@@ -13,6 +13,7 @@ from typing import Iterable, Mapping
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
 from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE,
+                                   DETERMINISTIC_TP_OVERLAP_ERROR,
                                    DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES, OPTIMIZER_STATES,
                                    PRECISIONS)
 
@@ -38,7 +39,8 @@ class Plan:
     reduce, the wgrad accumulation and the optimizer step; ``phaze.workload.memory.ADAM_GRAD_BYTES``),
     ``optimizer_state`` (what Adam keeps per parameter: "fp32" master + m + v, "fp32-remainders",
     "bf16-master", "bf16"; its bytes in memory and in the optimizer step;
-    ``phaze.workload.memory.ADAM_STATE_BYTES``).
+    ``phaze.workload.memory.ADAM_STATE_BYTES``), ``deterministic`` (PyTorch's deterministic mode, as Megatron-LM's
+    ``--deterministic-mode``: every allocation filled, ``phaze.cost.gpu_determinism``; no TP overlap).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -58,6 +60,7 @@ class Plan:
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     grad_dtype: str = DEFAULT_GRAD_DTYPE
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         from phaze.cost.userbuffers import get_ub_config
@@ -76,6 +79,10 @@ class Plan:
         if self.optimizer_state not in OPTIMIZER_STATES:
             raise ConfigError(f"plan: optimizer_state must be one of {', '.join(OPTIMIZER_STATES)}, "
                               f"got {self.optimizer_state!r}")
+        if not isinstance(self.deterministic, bool):
+            raise ConfigError(f"plan: deterministic must be true or false, got {self.deterministic!r}")
+        if self.deterministic and self.tp_overlap and self.tp > 1:
+            raise ConfigError(f"plan: {DETERMINISTIC_TP_OVERLAP_ERROR}")
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
@@ -158,6 +165,8 @@ class Plan:
             s += f" grads={self.grad_dtype}"
         if self.optimizer_state != DEFAULT_OPTIMIZER_STATE:
             s += f" adam={self.optimizer_state}"
+        if self.deterministic:
+            s += " deterministic"
         return s
 
     def to_dict(self) -> dict:
@@ -168,7 +177,7 @@ class Plan:
                 "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
                 "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
                 "dp_overlap": self.dp_overlap, "cp": self.cp, "grad_dtype": self.grad_dtype,
-                "optimizer_state": self.optimizer_state,
+                "optimizer_state": self.optimizer_state, "deterministic": self.deterministic,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

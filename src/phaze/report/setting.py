@@ -99,6 +99,9 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
              if rt.get("grad_dtype", DEFAULT_GRAD_DTYPE) == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
             ("Adam state", _ADAM_STATE_TEXT[rt.get("optimizer_state", DEFAULT_OPTIMIZER_STATE)]),
+            ("deterministic mode", "on: PyTorch fills every allocation (Megatron-LM --deterministic-mode); its "
+                                   "deterministic attention backward is not costed"
+             if rt.get("deterministic") else "off"),
             ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
 

@@ -125,6 +125,7 @@ class TimeCase:
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG  # the run's userbuffers configuration (phaze.cost.userbuffers)
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the run's gradient buffer / DP reduce format (fp32 or bf16)
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE  # what the run's Adam keeps per parameter (OPTIMIZER_STATES)
+    deterministic: bool = False  # the run used PyTorch's deterministic mode (Megatron-LM --deterministic-mode)
     # measured peak allocated bytes on one device of the last pipeline stage (PyTorch's allocated_bytes.all.peak
     # as Megatron-LM logs it from the last rank), if the source gives it
     measured_peak_memory_bytes: float | None = None

@@ -12,6 +12,7 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "tp_comm_overlap_config": "te-default" (optional: the userbuffers configuration, default nemo-gpt3-175b-h100),
     "grad_dtype": "bf16" (optional: the gradient buffer and DP reduce format, default fp32),
     "optimizer_state": "fp32-remainders" (optional: what Adam keeps per parameter, default fp32),
+    "deterministic": true (optional: PyTorch's deterministic mode, Megatron-LM --deterministic-mode, default false),
     "measured_iteration_time_s": 3.528 (optional when the run gives its peak memory),
     "measured_peak_memory_bytes": 6.07e10 (optional: peak allocated on a device of the last pipeline stage), "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
@@ -60,6 +61,8 @@ class _Run(BaseModel):
     # what Adam keeps per parameter (phaze.workload.config.OPTIMIZER_STATES): fp32 master + m + v (Megatron)
     # unless the run's configuration says otherwise (its source in the run's assumptions)
     optimizer_state: Literal["fp32", "fp32-remainders", "bf16-master", "bf16"] = "fp32"
+    # the run used PyTorch's deterministic mode (Megatron-LM --deterministic-mode; phaze.cost.gpu_determinism)
+    deterministic: bool = False
     # the measured iteration time; a run may instead (or also) give its measured peak memory
     measured_iteration_time_s: Annotated[float, Field(gt=0)] | None = None
     # optional: the measured peak allocated bytes of one device of the last pipeline stage (PyTorch's
@@ -115,7 +118,7 @@ def runs_from_mapping(data: Any, source: str):
                             dp_overlap=r.overlap_grad_reduce, recompute=r.recompute,
                             sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp,
                             tp_overlap_config=r.tp_comm_overlap_config, grad_dtype=r.grad_dtype,
-                            optimizer_state=r.optimizer_state,
+                            optimizer_state=r.optimizer_state, deterministic=r.deterministic,
                             measured_peak_memory_bytes=r.measured_peak_memory_bytes))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

@@ -37,6 +37,11 @@ DEFAULT_GRAD_DTYPE = "fp32"
 # with FP8 parameters). "bf16": bf16 m, v and no copy (``optim.dtype: bf16`` with a bf16 model).
 OPTIMIZER_STATES: tuple[str, ...] = ("fp32", "fp32-remainders", "bf16-master", "bf16")
 DEFAULT_OPTIMIZER_STATE = "fp32"
+# Megatron-LM's --deterministic-mode refuses --tp-comm-overlap ("Overlapped collective ordering is not
+# reproducible", docs/developer/determinism/op-catalog.md; megatron/training/determinism.py at d98e8a6).
+DETERMINISTIC_TP_OVERLAP_ERROR = ("deterministic mode runs without TP overlap (Megatron-LM's --deterministic-mode "
+                                  "refuses --tp-comm-overlap: overlapped collectives are not reproducible); "
+                                  "drop one of the two")
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,9 @@ class TrainSetting:
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the gradient buffer's format (GRAD_DTYPES; phaze.workload.memory)
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE  # Adam's state (OPTIMIZER_STATES; phaze.workload.memory)
+    # PyTorch's deterministic mode (Megatron-LM --deterministic-mode): every allocation is filled
+    # (phaze.cost.gpu_determinism); a reproducibility choice, not searched
+    deterministic: bool = False
 
     def __post_init__(self) -> None:
         for field in ("microbatch_size", "seq_len", "tp", "cp"):
@@ -225,6 +233,8 @@ class TrainSetting:
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
+        if self.deterministic and self.tp_overlap and self.tp > 1:
+            raise ConfigError(DETERMINISTIC_TP_OVERLAP_ERROR)
         if not isinstance(self.tp_overlap_config, str) or not self.tp_overlap_config:
             raise ConfigError(f"tp_overlap_config must be the name of a userbuffers configuration, "
                               f"got {self.tp_overlap_config!r}")
