@@ -90,7 +90,7 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE,
                  deterministic: bool = False) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
-    from phaze.api import _check_deterministic, _runtime, check_tp_overlap_config
+    from phaze.api_plan import _check_deterministic, _runtime, check_tp_overlap_config
     from phaze.report.setting import plan_setting as rows
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
