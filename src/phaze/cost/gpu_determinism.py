@@ -15,7 +15,8 @@ bandwidth, plus one kernel launch per allocation. Which tensors (``fill_bytes``)
 - a GEMM's output (16 bit, also behind FP8 inputs), except the weight gradient, which Megatron's default
   gradient-accumulation fusion adds into the gradient buffer in place, and the score / probability halves
   of a fused attention kernel, which stay on chip; of the attention kernel, the output O (forward) and
-  dQ, dK, dV (backward) are allocated;
+  dQ, dK, dV (backward) are allocated (at the graph's shapes: dK and dV over the query heads and the
+  causal-average key count, so a few MB off either way);
 - a vector op's 16-bit output, plus the one-byte mask of a dropout;
 - Megatron's vocab-parallel cross-entropy: the fp32 copy of the logits (``cross_entropy_max``: ``.float()``)
   and the 16-bit gradient for the LM-head GEMMs (``cross_entropy_bwd``); the subtract / exp / divide run
