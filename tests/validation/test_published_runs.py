@@ -90,7 +90,8 @@ def test_every_first_held_out_run_fits():
 
 
 def test_goal_on_the_first_held_out_set():
-    """Met: 3.01% mean / 9.91% max (BF16 1.88 / 4.05, FP8 4.14 / 9.91), all 34 fit, with the H100 GEMM efficiency
+    """Met: 2.99% mean / 8.37% max (BF16 1.88 / 4.04, FP8 4.09 / 8.37), all 34 fit, with the H100 FP8 rate from the
+    H100 tutorial's FP8 run (1.845x BF16; 3.01 / 9.91 at the H200 NVL's 1.905x), the H100 GEMM efficiency
     from an H100 measurement and the bf16 gradients of their dgxc-benchmarking configurations (llama3.1_*.yaml
     optim.grad_sync_dtype: bf16); with the gradients alone NOT met, 6.97% / 14.79%. Met before both (3.77% mean
     / 10.54% max, charging fp32 gradients, 31 of 34 fit) with each run's userbuffers configuration (dgxc-benchmarking's Llama 3.1
@@ -102,7 +103,7 @@ def test_goal_on_the_first_held_out_set():
     assert rep.time_mean_abs_pct <= HELD_OUT_GOAL[0] and rep.time_max_abs_pct <= HELD_OUT_GOAL[1]
 
 
-HELD_OUT_ACHIEVED = (1.9, 10.0)  # BF16 group mean, overall max |error| % today
+HELD_OUT_ACHIEVED = (1.9, 8.4)  # BF16 group mean, overall max |error| % today
 
 
 @pytest.fixture(scope="module")
@@ -140,16 +141,18 @@ def test_second_held_out_set_within_the_figures_reported(held_out_2):
     now fits); 10.96 / 35.70 with the H100 GEMM efficiency from an H100 measurement (0.670, not 0.75): every H100
     run 6-9% slower, the NeMo 24.07 group 11.98 -> 6.64% mean, Megatron-LM 32B +30.9 -> +35.7% (its micro-batch
     size is not stated; README); 10.98 / 35.70 and all 19 fit with Adam's state as each configuration sets it up
-    (the Nemotron-340B launcher config also sets optim.dtype: bf16: 73.1 -> 57.0 GiB, -2.41 -> -2.77%). These
-    bounds only catch regressions; every run trained, so every run must fit."""
+    (the Nemotron-340B launcher config also sets optim.dtype: bf16: 73.1 -> 57.0 GiB, -2.41 -> -2.77%); 10.11 /
+    35.70 with the H100 FP8 rate from the H100 tutorial's FP8 run (1.845x BF16, not the H200 NVL's 1.905x): the
+    NeMo 24.07 FP8 group 6.67 / 17.27 -> 5.29 / 15.55. These bounds only catch regressions; every run trained, so
+    every run must fit."""
     groups = {g.group: g for g in held_out_2.groups}
     assert set(groups) == {"NeMo 24.07 FP8", "Megatron-Core r0.8 H100", "MT-NLG 530B A100"}
-    assert held_out_2.time_mean_abs_pct <= 11.0 and held_out_2.time_max_abs_pct <= 35.8
+    assert held_out_2.time_mean_abs_pct <= 10.2 and held_out_2.time_max_abs_pct <= 35.8
     assert all(r.fits for r in held_out_2.time)
 
 
-@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 10.98% mean / 35.70% max after the changes "
-                                      "since its first evaluation (NeMo 24.07 FP8 6.67 / 17.27, Megatron-Core H100 "
+@pytest.mark.xfail(strict=True, reason="NOT met: second held-out set 10.11% mean / 35.70% max after the changes "
+                                      "since its first evaluation (NeMo 24.07 FP8 5.29 / 15.55, Megatron-Core H100 "
                                       "16.05 / 35.70, MT-NLG A100 21.45 / 23.24); first evaluated 15.22 / 61.19; "
                                       "goal 6% / 12%")
 def test_goal_on_the_second_held_out_set(held_out_2):
