@@ -58,14 +58,14 @@ def _tp_overlap_hides(fraction: float):
     """The TP overlap hides only ``fraction`` of what the model hides now: each overlapped layer graph takes
     the overlapped time plus (1 - fraction) x the difference to the blocking time."""
     import phaze.placement.layer_costs as lc
-    orig = lc._sequential_time_s
+    orig = lc.gpu_layer_time_s
 
     def patched(graph, accelerator, tier, tp_overlap=False, *rest, **kw):
         on = orig(graph, accelerator, tier, tp_overlap, *rest, **kw)
         if not tp_overlap:
             return on
         return on + (1.0 - fraction) * (orig(graph, accelerator, tier, False, *rest, **kw) - on)
-    lc._sequential_time_s = patched
+    lc.gpu_layer_time_s = patched
 
 
 def _expected_max_of_normals(n: int) -> float:

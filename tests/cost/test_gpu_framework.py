@@ -77,14 +77,14 @@ def test_cast_seconds_are_bytes_over_bandwidth_plus_launches():
 def test_fp8_block_time_includes_the_casts(monkeypatch):
     """The sequential GPU model adds exactly the cast kernels to an FP8 block's time."""
     import phaze.cost.gpu_framework as fw
-    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.cost.gpu_layer import gpu_layer_time_s
     bw = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
     for d in ("fwd", "bwd"):
         g = layer_graph(GPT, _setting(GPT, "fp8"), "block", d)
-        with_casts = _sequential_time_s(g, H100_80G, None)
+        with_casts = gpu_layer_time_s(g, H100_80G, None)
         casts = fp8_cast_s(g, bw, H100_80G.op_overhead_s)
         monkeypatch.setattr(fw, "fp8_cast_s", lambda *a: 0.0)
-        assert casts > 0 and with_casts == pytest.approx(_sequential_time_s(g, H100_80G, None) + casts, rel=1e-12)
+        assert casts > 0 and with_casts == pytest.approx(gpu_layer_time_s(g, H100_80G, None) + casts, rel=1e-12)
         monkeypatch.undo()
 
 
@@ -101,12 +101,12 @@ def test_megatron_cross_entropy_traffic():
 def test_gpu_head_time_uses_megatron_loss_traffic():
     """The GPU model times the forward loss kernels at Megatron's 10 + 28 B per logit (not the fused 2 + 6)
     at the achievable HBM bandwidth (memory-bound), one launch each."""
-    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.cost.gpu_layer import gpu_layer_time_s
     from phaze.workload.ops import LayerGraph
     s = _setting(GPT, "bf16")
     g = layer_graph(GPT, s, "head", "fwd")
     logits = 2 * 128 * GPT.padded_vocab(1)
-    loss = sum(_sequential_time_s(LayerGraph(g.layer, g.direction, (op,), ()), H100_80G, None)
+    loss = sum(gpu_layer_time_s(LayerGraph(g.layer, g.direction, (op,), ()), H100_80G, None)
                 for op in g.ops if getattr(op, "kind", "").startswith("cross_entropy") and op.kind != "cross_entropy_loss")
     bw = H100_80G.hbm_bandwidth_Bps * H100_80G.memory_efficiency
     want = 2 * H100_80G.op_overhead_s + (10 + 28) * logits / bw
@@ -120,7 +120,7 @@ def test_a100_layernorm_kernels_at_apex_measured_bandwidth():
     every other vector op keep the chip's memory_efficiency."""
     from phaze.cost.gpu_framework import kernel_bandwidth_fraction
     from phaze.hardware.presets import A100_80G
-    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.cost.gpu_layer import gpu_layer_time_s
     from phaze.workload.ops import LayerGraph
 
     n = 2 * 128 * 256  # b x s x h of GPT's norm1
@@ -132,7 +132,7 @@ def test_a100_layernorm_kernels_at_apex_measured_bandwidth():
     def t(chip, d, name):
         g = layer_graph(GPT, _setting(GPT, "bf16"), "block", d)
         op = next(o for o in g.ops if o.name == name)
-        return _sequential_time_s(LayerGraph(g.layer, g.direction, (op,), ()), chip, None)
+        return gpu_layer_time_s(LayerGraph(g.layer, g.direction, (op,), ()), chip, None)
 
     peak = 2.039e12
     assert t(A100_80G, "fwd", "norm1") == pytest.approx(4 * n / (peak * 895.8 / 1555) + 3e-6, rel=1e-9)
@@ -152,7 +152,7 @@ def test_a100_attention_kernels_reproduce_the_flashattention_benchmark():
     from dataclasses import replace
 
     from phaze.hardware.presets import A100_80G
-    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.cost.gpu_layer import gpu_layer_time_s
     from phaze.validation.cases import megatron_gpt
     from phaze.workload.ops import LayerGraph
 
@@ -164,7 +164,7 @@ def test_a100_attention_kernels_reproduce_the_flashattention_benchmark():
         g = layer_graph(model, setting, "block", direction)
         ops = tuple(o for o in g.ops if o.name in names)
         assert len(ops) == len(names)
-        return _sequential_time_s(LayerGraph(g.layer, g.direction, ops, ()), a100_40g, None) * 1e3
+        return gpu_layer_time_s(LayerGraph(g.layer, g.direction, ops, ()), a100_40g, None) * 1e3
 
     fwd = {"attn_scores", "softmax", "attn_v"}
     bwd = {"attn_v.dprobs", "attn_v.dv", "softmax.bwd", "attn_scores.dq", "attn_scores.dk"}

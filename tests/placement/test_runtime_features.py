@@ -75,7 +75,7 @@ def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
     # the SMs of the default userbuffers configuration (dgxc-benchmarking gpt3_175b_hydra.yaml: proj_fprop 24,
     # fc2_fprop 20), written here from the source, not read from phaze's table
     comm_sms = {"attn.reduce_scatter": 24, "mlp.reduce_scatter": 20}
-    from phaze.placement.layer_costs import _sequential_time_s
+    from phaze.cost.gpu_layer import gpu_layer_time_s
     s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
     g = layer_graph(GPT, s, "block", "fwd")
@@ -101,7 +101,7 @@ def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
     expect = (rest + pipelined_overlap_s(beside(t("qkv"), t("qkv.all_gather")), t("qkv.all_gather"), 8)
               + pipelined_overlap_s(beside(t("fc1"), t("fc1.all_gather")), t("fc1.all_gather"), 8)
               + rs("out_proj", "attn.reduce_scatter") + rs("fc2", "mlp.reduce_scatter"))
-    assert _sequential_time_s(g, H100, tier, True, 8) == pytest.approx(expect, rel=1e-9)
+    assert gpu_layer_time_s(g, H100, tier, True, 8) == pytest.approx(expect, rel=1e-9)
 
 
 def test_tp_overlap_between_no_comm_and_blocking():

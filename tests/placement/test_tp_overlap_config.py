@@ -17,7 +17,7 @@ from phaze.cost.userbuffers import TE_OVERLAPS, comm_sm_slowdown, get_ub_config,
 from phaze.errors import ConfigError
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan
-from phaze.placement.layer_costs import _sequential_time_s
+from phaze.cost.gpu_layer import gpu_layer_time_s
 from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
@@ -112,7 +112,7 @@ def test_block_under_two_configurations_by_hand(config):
                 expect += split_rs_overlap_s(whole / 4, t(comm), 4)
             else:
                 expect += max(whole, t(comm))
-        got = _sequential_time_s(g, H100, tier, True, 8, tp_overlap_config=config)
+        got = gpu_layer_time_s(g, H100, tier, True, 8, tp_overlap_config=config)
         assert got == pytest.approx(expect, rel=1e-12)
 
 
@@ -121,7 +121,7 @@ def test_te_defaults_cost_the_backward_more():
     backward's bulk GEMMs run slower; the forward's pipelined ones faster (16 SMs instead of 24 / 20)."""
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
     s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
-    t = {(d, c): _sequential_time_s(layer_graph(GPT, s, "block", d), H100, tier, True, 8, tp_overlap_config=c)
+    t = {(d, c): gpu_layer_time_s(layer_graph(GPT, s, "block", d), H100, tier, True, 8, tp_overlap_config=c)
          for d in ("fwd", "bwd") for c in HAND_SMS}
     assert t[("bwd", "te-default")] > t[("bwd", "nemo-gpt3-175b-h100")]
     assert t[("fwd", "te-default")] < t[("fwd", "nemo-gpt3-175b-h100")]
@@ -165,10 +165,10 @@ def test_block_with_ring_exchange_reduce_scatters_by_hand():
                      tp_overlap_config=cfg)
     g = layer_graph(GPT, s, "block", "fwd")
     t = _timer(g, tier)
-    lat = _sequential_time_s(g, H100, tier, True, 8, tp_overlap_config=cfg)
+    lat = gpu_layer_time_s(g, H100, tier, True, 8, tp_overlap_config=cfg)
     # everything but the GEMM + reduce-scatter pairs, as the default configuration times them (there the
     # reduce-scatters are pipelined), so the difference is the two reduce-scatter overlaps alone
-    base = _sequential_time_s(g, H100, tier, True, 8)
+    base = gpu_layer_time_s(g, H100, tier, True, 8)
     mem_Bps = H100.hbm_bandwidth_Bps * H100.memory_efficiency
 
     def ring(gemm, comm):

@@ -9,8 +9,9 @@ Two layer-time models:
   port (``phaze.schedule``): independent ops overlap, TP collectives overlap with compute where the DAG
   allows. This is the paper's model and the right one for a designed chip with several cores.
 - ``"sequential"``: every op runs on all cores of its kind, one after another, collectives not overlapped
-  (sum of op latencies). This is how Megatron-LM executes on a GPU (one CUDA stream of kernels, blocking
-  NCCL calls in the TP region), so it is the default for GPU presets.
+  (sum of op latencies, plus the framework's own kernels: ``phaze.cost.gpu_layer``). This is how Megatron-LM
+  executes on a GPU (one CUDA stream of kernels, blocking NCCL calls in the TP region), so it is the default
+  for GPU presets.
 ``time_model="auto"`` picks "sequential" for accelerators in ``GPU_ACCELERATORS`` (the GPU presets, or any
 chip whose name starts with one of their prefixes) and "scheduled" otherwise.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from phaze.cost.gpu_layer import gpu_layer_time_s, grad_accumulate_s
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
@@ -86,74 +88,6 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
     return time_model
 
 
-def _sequential_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None, tp_overlap: bool = False,
-                       tp: int = 1, cp: int = 1, cp_bytes: float = 0.0, cp_tier: NetworkTier | None = None,
-                       tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, deterministic: bool = False) -> float:
-    """Every op on all cores of its kind, one after another (plus the framework's extra kernels:
-    ``phaze.cost.gpu_framework``, and with ``deterministic`` the fill of every allocation:
-    ``phaze.cost.gpu_determinism``); collectives on ``tier``, not overlapped unless ``tp_overlap`` (then each TP
-    all-gather / reduce-scatter hides behind its GEMM as the userbuffers configuration ``tp_overlap_config``
-    says, ``phaze.cost.overlap``).
-    With context parallelism the K/V ring (``cp_bytes`` on ``cp_tier``) overlaps the flash-attention GEMMs
-    in ``cp`` steps, the same pipelined form."""
-    import numpy as np
-
-    from phaze.cost import op_latency_s
-    from phaze.cost.gpu import gpu_gemm_latency_s
-    from phaze.cost.gpu_framework import fp8_cast_s, kernel_bandwidth_fraction, megatron_vector_op
-    from phaze.cost.overlap import interfered_s, nccl_interference, overlap_pairs, pipelined_overlap_s
-    from phaze.workload.ops import Collective, Gemm, VectorOp, op_resource
-
-    arch = accelerator.as_arrays()
-    memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency  # achievable HBM bandwidth
-    lat = []
-    for op in graph.ops:
-        kind = op_resource(op)
-        if isinstance(op, Collective) and op.group_size <= 1:
-            lat.append(0.0)
-        elif isinstance(op, Gemm):  # a GPU kernel: output tiles in waves over the SMs (phaze.cost.gpu)
-            lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
-        else:
-            if isinstance(op, VectorOp):  # Megatron's unfused loss kernels (phaze.cost.gpu_framework)
-                op = megatron_vector_op(op)
-            cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
-            x = float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
-            frac = kernel_bandwidth_fraction(accelerator.name, op.kind) if isinstance(op, VectorOp) else None
-            if frac is not None:  # the framework's kernel at its measured bandwidth (phaze.cost.gpu_framework)
-                x = max(x, op.bytes_moved / (accelerator.hbm_bandwidth_Bps * frac) + accelerator.op_overhead_s)
-            lat.append(x)
-    # Transformer Engine's FP8 casts and transposes around the FP8 GEMMs (phaze.cost.gpu_framework)
-    extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)
-    if deterministic:  # PyTorch fills every allocation under torch.use_deterministic_algorithms
-        from phaze.cost.gpu_determinism import deterministic_fill_s
-        extra += deterministic_fill_s(graph, memory_Bps, accelerator.op_overhead_s)
-    if cp > 1 and cp_bytes > 0:
-        from phaze.cost import p2p_latency_s
-        from phaze.cost.gpu import is_flash
-        flash = [i for i, op in enumerate(graph.ops) if isinstance(op, Gemm) and is_flash(op)]
-        attn = sum(lat[i] for i in flash)
-        ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
-        # what the ring adds beyond the attention itself, which runs slower beside NCCL's send/receive kernels
-        per_s = nccl_interference(cp_tier.effective_bandwidth_Bps, memory_Bps)
-        extra += pipelined_overlap_s(interfered_s(attn, ring, per_s), ring, cp) - attn
-    if not tp_overlap or tp <= 1:
-        return float(sum(lat)) + extra
-    pairs = overlap_pairs(graph)
-    hidden = {c for cs in pairs.values() for c in cs}
-    total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
-    from phaze.cost.gpu import TENSOR_CORES_PER_SM
-    from phaze.cost.overlap import tp_overlap_pair_s
-    from phaze.cost.userbuffers import get_ub_config
-    sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
-    cfg = get_ub_config(tp_overlap_config)
-    for g, cs in pairs.items():
-        ops = [graph.ops[c] for c in cs]
-        total += tp_overlap_pair_s(lat[g], sum(lat[c] for c in cs), [o.name for o in ops], cfg, tp, sms,
-                                   ops[0].kind == "reduce_scatter", sum(o.bytes for o in ops), memory_Bps,
-                                   accelerator.op_overhead_s)
-    return float(total) + extra
-
-
 def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
                       time_limit_s: float, schedule_cache) -> float:
     from phaze.schedule import build_problem, solve, solve_cached
@@ -162,17 +96,6 @@ def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
     if schedule_cache is not None:
         return float(solve_cached(problem, schedule_cache, time_limit_s).makespan_s)
     return float(solve(problem, time_limit_s=time_limit_s).makespan_s)
-
-
-def _grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
-    """Every microbatch's weight gradients are added into the persistent gradient buffer (Megatron-LM's
-    fp32 ``main_grad``, fused into the wgrad GEMM epilogue as an fp32 C read + write with
-    gradient-accumulation fusion; a bf16 buffer with ``grad_dtype`` "bf16", so half the bytes): a read and
-    a write of the layer's gradient bytes at the achievable HBM bandwidth, not overlapped (a wave's
-    epilogues all stream at once). GPU (sequential) model only."""
-    if grad_bytes <= 0:
-        return 0.0
-    return 2.0 * grad_bytes / (accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
 
 
 _CACHE: dict[tuple, LayerCosts] = {}
@@ -204,16 +127,16 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
             g = layer_graph(model, setting, kind, direction)
             if tm == "sequential":
                 cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
-                times[(kind, direction)] = _sequential_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
-                                                              setting.cp, cpb, cp_tier, setting.tp_overlap_config,
-                                                              setting.deterministic)
+                times[(kind, direction)] = gpu_layer_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
+                                                            setting.cp, cpb, cp_tier, setting.tp_overlap_config,
+                                                            setting.deterministic)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
     out = layer_costs_from_times(model, setting, times, optimizer, tm)
     if tm == "sequential":
         out = LayerCosts(setting=setting, time_model=tm, **{
-            kind: replace(out[kind], bwd_s=out[kind].bwd_s + _grad_accumulate_s(out[kind].grad_bytes, accelerator))
+            kind: replace(out[kind], bwd_s=out[kind].bwd_s + grad_accumulate_s(out[kind].grad_bytes, accelerator))
             for kind in LAYER_KINDS})
     _CACHE[key] = out
     return out

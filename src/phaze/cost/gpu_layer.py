@@ -1,0 +1,126 @@
+"""A layer graph's time on a GPU as Megatron-LM / NeMo run it: the sequential time model.
+
+Every op runs as one kernel on the whole GPU, one after another on one CUDA stream, and TP collectives block
+(Megatron-LM's NCCL calls in the tensor-parallel region), so a layer's time is the sum of its kernels:
+
+  layer = sum(op kernels) + framework kernels (FP8 casts, deterministic fills) + exposed CP ring
+
+- GEMMs: output tiles in waves over the SMs (``phaze.cost.gpu``);
+- vector ops and collectives: the roofline of ``phaze.cost.op_latency_s`` on all cores of their kind, with
+  Megatron's unfused loss kernels and the framework's measured kernel bandwidths where published
+  (``phaze.cost.gpu_framework``);
+- the kernels the framework adds: Transformer Engine's FP8 cast/transposes (``gpu_framework.fp8_cast_s``) and,
+  in deterministic mode, PyTorch's fill of every allocation (``phaze.cost.gpu_determinism``);
+- context parallelism: the K/V ring beside the flash-attention GEMMs, in ``cp`` pipelined steps
+  (``cp_ring_extra_s``);
+- with ``tp_overlap``, each TP all-gather / reduce-scatter hides behind the GEMM next to it as the userbuffers
+  configuration says (``tp_overlapped_s``, ``phaze.cost.overlap``).
+Plus, once per microbatch and layer, the weight-gradient accumulation into the persistent gradient buffer
+(``grad_accumulate_s``). A designed chip is timed by its operator schedule instead (``phaze.schedule``).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.cluster import NetworkTier
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.ops import Collective, Gemm, LayerGraph, VectorOp, op_resource
+
+
+def gpu_op_latencies_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkTier | None) -> list[float]:
+    """Seconds of each op of ``graph`` as one kernel on the whole GPU (collectives on ``tier``; a collective
+    over one device costs nothing)."""
+    from phaze.cost import op_latency_s
+    from phaze.cost.gpu import gpu_gemm_latency_s
+    from phaze.cost.gpu_framework import kernel_bandwidth_fraction, megatron_vector_op
+
+    arch = accelerator.as_arrays()
+    lat = []
+    for op in graph.ops:
+        if isinstance(op, Collective) and op.group_size <= 1:
+            lat.append(0.0)
+            continue
+        if isinstance(op, Gemm):  # output tiles in waves over the SMs (phaze.cost.gpu)
+            lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
+            continue
+        if isinstance(op, VectorOp):  # Megatron's unfused loss kernels (phaze.cost.gpu_framework)
+            op = megatron_vector_op(op)
+        kind = op_resource(op)
+        cores = accelerator.num_tc if kind == "tc" else accelerator.num_vc if kind == "vc" else 1
+        x = float(np.asarray(op_latency_s(op, arch, cores, tier)).reshape(-1)[0])
+        frac = kernel_bandwidth_fraction(accelerator.name, op.kind) if isinstance(op, VectorOp) else None
+        if frac is not None:  # the framework's kernel at its measured bandwidth (phaze.cost.gpu_framework)
+            x = max(x, op.bytes_moved / (accelerator.hbm_bandwidth_Bps * frac) + accelerator.op_overhead_s)
+        lat.append(x)
+    return lat
+
+
+def cp_ring_extra_s(graph: LayerGraph, lat: list[float], cp: int, cp_bytes: float, cp_tier: NetworkTier,
+                    memory_Bps: float) -> float:
+    """What context parallelism's K/V ring (``cp_bytes`` over ``cp_tier``, in ``cp`` steps) adds beyond the
+    flash-attention GEMMs it runs beside: the attention runs slower beside NCCL's send/receive kernels
+    (``nccl_interference``) and each step waits for the longer of its attention share and its transfer."""
+    from phaze.cost import p2p_latency_s
+    from phaze.cost.gpu import is_flash
+    from phaze.cost.overlap import interfered_s, nccl_interference, pipelined_overlap_s
+
+    attn = sum(x for op, x in zip(graph.ops, lat) if isinstance(op, Gemm) and is_flash(op))
+    ring = (cp - 1) * p2p_latency_s(cp_bytes / (cp - 1), cp_tier)
+    per_s = nccl_interference(cp_tier.effective_bandwidth_Bps, memory_Bps)
+    return pipelined_overlap_s(interfered_s(attn, ring, per_s), ring, cp) - attn
+
+
+def tp_overlapped_s(graph: LayerGraph, lat: list[float], accelerator: Accelerator, tp: int,
+                    tp_overlap_config: str, memory_Bps: float) -> float:
+    """Seconds of ``graph``'s ops (latencies ``lat``) with each TP all-gather / reduce-scatter hidden behind the
+    GEMM it feeds or drains, as the userbuffers configuration ``tp_overlap_config`` runs it
+    (``phaze.cost.overlap.tp_overlap_pair_s``); every other op as it is."""
+    from phaze.cost.gpu import TENSOR_CORES_PER_SM
+    from phaze.cost.overlap import overlap_pairs, tp_overlap_pair_s
+    from phaze.cost.userbuffers import get_ub_config
+
+    pairs = overlap_pairs(graph)
+    hidden = {c for cs in pairs.values() for c in cs}
+    total = sum(x for i, x in enumerate(lat) if i not in hidden and i not in pairs)
+    sms = max(1, accelerator.num_tc // TENSOR_CORES_PER_SM)
+    cfg = get_ub_config(tp_overlap_config)
+    for g, cs in pairs.items():
+        ops = [graph.ops[c] for c in cs]
+        total += tp_overlap_pair_s(lat[g], sum(lat[c] for c in cs), [o.name for o in ops], cfg, tp, sms,
+                                   ops[0].kind == "reduce_scatter", sum(o.bytes for o in ops), memory_Bps,
+                                   accelerator.op_overhead_s)
+    return float(total)
+
+
+def gpu_layer_time_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkTier | None,
+                     tp_overlap: bool = False, tp: int = 1, cp: int = 1, cp_bytes: float = 0.0,
+                     cp_tier: NetworkTier | None = None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
+                     deterministic: bool = False) -> float:
+    """Seconds of ``graph`` on one GPU of ``accelerator`` (module doc): its kernels one after another, the
+    framework's extra kernels, the exposed part of the CP ring (``cp_bytes`` on ``cp_tier``), and with
+    ``tp_overlap`` (tp > 1) the TP collectives overlapped as ``tp_overlap_config`` says."""
+    from phaze.cost.gpu_framework import fp8_cast_s
+
+    memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency  # achievable HBM bandwidth
+    lat = gpu_op_latencies_s(graph, accelerator, tier)
+    extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)  # TE's casts around the FP8 GEMMs
+    if deterministic:  # PyTorch fills every allocation under torch.use_deterministic_algorithms
+        from phaze.cost.gpu_determinism import deterministic_fill_s
+        extra += deterministic_fill_s(graph, memory_Bps, accelerator.op_overhead_s)
+    if cp > 1 and cp_bytes > 0:
+        extra += cp_ring_extra_s(graph, lat, cp, cp_bytes, cp_tier, memory_Bps)
+    if not tp_overlap or tp <= 1:
+        return float(sum(lat)) + extra
+    return tp_overlapped_s(graph, lat, accelerator, tp, tp_overlap_config, memory_Bps) + extra
+
+
+def grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
+    """Every microbatch's weight gradients are added into the persistent gradient buffer (Megatron-LM's
+    fp32 ``main_grad``, fused into the wgrad GEMM epilogue as an fp32 C read + write with
+    gradient-accumulation fusion; a bf16 buffer with ``grad_dtype`` "bf16", so half the bytes): a read and
+    a write of the layer's gradient bytes at the achievable HBM bandwidth, not overlapped (a wave's
+    epilogues all stream at once)."""
+    if grad_bytes <= 0:
+        return 0.0
+    return 2.0 * grad_bytes / (accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
