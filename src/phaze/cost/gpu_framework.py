@@ -66,7 +66,9 @@ ms backward (four GEMMs) on that part, so the rest is the kernels': the softmax 
 dropout 5 B per score in 6.56 - 4.28 ms: 0.758; its backward 5 B in 10.80 - 8.86 ms: 0.891. These
 fractions carry over to the 80 GB part (the kernels' own access pattern), as the LayerNorm ones do. The
 causal softmax of the GPT runs (``scaled_upper_triang_masked_softmax``) is charged like the unmasked one
-measured. H100 has no such figure (its runs use flash attention).
+measured. H100 has no such figure (its runs use flash attention): its score path runs at the preset's
+achievable HBM bandwidth, which Transformer Engine's getting-started "TE Unfused" layer on one H100 (PyTorch's
+own softmax and dropout over the full scores) checks to -2.5% (tests/cost/test_gpu_published.py).
 """
 from __future__ import annotations
 
