@@ -13,9 +13,15 @@ from pathlib import Path
 OUT = Path(__file__).resolve().parents[1] / "src/phaze/validation/data/held_out2_runs.json"
 COLLECTED = "2026-12-01 and committed at 22:25 UTC (c34a89c, data only), before the time-model changes of issue 11's second pass"
 
+# The table as last published on NeMo's main branch: "24.07 perf numbers (#10253)", commit 8e3d65dc (2024-09-09),
+# unchanged on main until the table gave way to a link (d31653f, 2024-12-12). Until 2026-12-02 this set read the
+# table at 070a0bb, a "fix conflicts" commit of a side branch (24.09-alpha; not an ancestor of main) that still
+# carries the table's first version (4c73f77, 2024-08-14), which main replaced twice (3a8081f "24.07 vboost
+# numbers", then 8e3d65dc). The first-version figures are kept in NEMO_FIRST_VERSION_TPS below.
 NEMO_SRC = ("github NVIDIA/NeMo docs/source/performance/performance_summary.md (commit "
-            "070a0bb168d405d653b9734c0017cf5078e77c0d), 'Pretraining' table: NeMo 24.07 container, DGX-H100, "
-            "FP8; columns #-GPUs, GBS, MBS, Sequence Length, TP, PP, CP, VP, Tokens/sec/GPU")
+            "8e3d65dcfe3504689bfc5b6e67d502780aacad41, '24.07 perf numbers (#10253)', the table's last version on "
+            "main), 'Pretraining' table: NeMo 24.07 container, DGX-H100, FP8; columns #-GPUs, GBS, MBS, Sequence "
+            "Length, TP, PP, CP, VP, Tokens/sec/GPU")
 LAUNCHER = "github NVIDIA/NeMo-Framework-Launcher launcher_scripts/conf/training/{}.yaml (commit 26e42fa)"
 
 GPT_BPE = 50257  # GPT2BPETokenizer (the launcher's gpt3 configs), padded to 128 x TP
@@ -46,27 +52,35 @@ def nemotron(name, layers, hidden, heads, kv, ffn, seq=4096):
 # NeMo 24.07 DGX-H100 FP8 pre-training table: (label, model, launcher config, gpus, gbs, mbs, seq, tp, pp, cp, vp,
 # tokens/s/GPU, recompute)
 NEMO = [
-    ("GPT3-5B", gpt("nemo-gpt3-5b", 24, 4096, 32, 2048), "gpt3/5b", 64, 2048, 4, 2048, 1, 1, 1, 1, 22521, "none"),
+    ("GPT3-5B", gpt("nemo-gpt3-5b", 24, 4096, 32, 2048), "gpt3/5b", 64, 2048, 4, 2048, 1, 1, 1, 1, 23406, "none"),
     ("GPT3-20B", gpt("nemo-gpt3-20b", 44, 6144, 48, 2048), "gpt3/20b", 64, 256, 2, 2048, 2, 1, 1, 1, 5851, "none"),
-    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 128, 256, 1, 2048, 4, 8, 1, 6, 726, "none"),
-    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 782, "none"),
+    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 128, 256, 1, 2048, 4, 8, 1, 6, 716, "none"),
+    ("GPT3-175B", gpt("nemo-gpt3-175b", 96, 12288, 96, 2048), "gpt3/175b", 512, 2048, 2, 2048, 4, 8, 1, 6, 825, "none"),
     ("LLAMA2-7B", llama("llama2-7b", 32, 4096, 32, None, 11008, 32000, 4096), "llama/llama2_7b",
-     8, 128, 1, 4096, 1, 1, 1, 1, 16847, "none"),
+     8, 128, 1, 4096, 1, 1, 1, 1, 16934, "none"),
     ("LLAMA2-13B", llama("llama2-13b", 40, 5120, 40, None, 13824, 32000, 4096), "llama/llama2_13b",
-     16, 128, 1, 4096, 1, 4, 1, 10, 8646, "none"),
+     16, 128, 1, 4096, 1, 4, 1, 10, 8715, "none"),
     ("LLAMA2-70B", llama("llama2-70b", 80, 8192, 64, 8, 28672, 32000, 4096), "llama/llama2_70b",
-     64, 128, 1, 4096, 4, 4, 1, 20, 1707, "none"),
+     64, 128, 1, 4096, 4, 4, 1, 20, 1728, "none"),
     ("Nemotron-8B", nemotron("nemotron3-8b", 32, 4096, 32, None, 16384), "nemotron/nemotron_8b",
-     64, 256, 4, 4096, 2, 1, 1, 1, 12701, "none"),
+     64, 256, 4, 4096, 2, 1, 1, 1, 12507, "none"),
     ("Nemotron-22B", nemotron("nemotron3-22b", 40, 6144, 48, None, 24576), "nemotron/nemotron_22b",
-     64, 256, 2, 4096, 2, 4, 1, 10, 4256, "none"),
+     64, 256, 2, 4096, 2, 4, 1, 10, 4312, "none"),
     ("Nemotron-340B", nemotron("nemotron4-340b", 96, 18432, 96, 8, 73728), "nemotron/nemotron_340b",
-     128, 32, 1, 4096, 8, 8, 1, 12, 322, "selective"),
+     128, 32, 1, 4096, 8, 8, 1, 12, 326, "selective"),
     ("LLAMA3-8B", llama("llama3-8b", 32, 4096, 32, 8, 14336, 128256, 8192), "llama/llama3_8b",
-     8, 128, 1, 8192, 1, 1, 2, 1, 12036, "none"),
+     8, 128, 1, 8192, 1, 1, 2, 1, 12273, "none"),
     ("LLAMA3-70B", llama("llama3-70b", 80, 8192, 64, 8, 28672, 128256, 8192), "llama/llama3_70b",
-     64, 128, 1, 8192, 4, 4, 2, 5, 1533, "none"),
+     64, 128, 1, 8192, 4, 4, 2, 5, 1524, "none"),
 ]
+
+# The first version's tokens/s/GPU (commit 4c73f77 / the side branch's 070a0bb), which this set used until
+# 2026-12-02: {(label, GPUs): tokens/s/GPU}.
+NEMO_FIRST_VERSION_TPS = {
+    ("GPT3-5B", 64): 22521, ("GPT3-20B", 64): 5851, ("GPT3-175B", 128): 726, ("GPT3-175B", 512): 782,
+    ("LLAMA2-7B", 8): 16847, ("LLAMA2-13B", 16): 8646, ("LLAMA2-70B", 64): 1707, ("Nemotron-8B", 64): 12701,
+    ("Nemotron-22B", 64): 4256, ("Nemotron-340B", 128): 322, ("LLAMA3-8B", 8): 12036, ("LLAMA3-70B", 64): 1533
+}
 
 
 # The userbuffers configuration each launcher model config of NeMo-Framework-Launcher tag 24.07 (commit 8325688)
@@ -275,7 +289,9 @@ def document() -> dict:
                       "as held_out_runs.json; built by scripts/build_held_out2.py. Run data amended since its first "
                       "evaluation, each from the run's own configuration, never from its error: the userbuffers "
                       "configuration (tp_comm_overlap_config), the gradient format (grad_dtype) and Adam's state "
-                      "(optimizer_state)."),
+                      "(optimizer_state); and the NeMo 24.07 figures, read since 2026-12-02 from the table's last "
+                      "version on NeMo's main branch (8e3d65dc) instead of a side branch's copy of its first "
+                      "version (070a0bb)."),
             "runs": nemo_runs() + mlm_runs() + mtnlg_runs()}
 
 
