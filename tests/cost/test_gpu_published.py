@@ -108,7 +108,7 @@ def test_h100_layer_time_matches_the_published_te_tutorial():
     Attention" 35.709 ms (BF16; TE LayerNorm and Linear, TE DotProductAttention); H100_FP8_MATRIX_FACTOR (1.845)
     the value at which it takes the "TE Unfused + TE Attention + FP8" run's 23.406 ms, with the casts that
     benchmark runs and training does not (``_te_tutorial_fp8_extra_ms``, 0.41 ms). The H200 NVL's 0.746 would give
-    32.4 ms in BF16: 9% fast; its FP8 ratio 1.905 22.9 ms in FP8: 2% fast."""
+    32.4 ms in BF16: 9% fast; its FP8 ratio, 1.905x, would give 22.9 ms in FP8: 2% fast."""
     from phaze.hardware.presets import H100_FP8_MATRIX_FACTOR, H100_MATRIX_EFFICIENCY
     assert H100_80G.matrix_efficiency == H100_MATRIX_EFFICIENCY == 0.670
     assert H100_80G.fp8_matrix_factor == H100_FP8_MATRIX_FACTOR == 1.845
