@@ -56,8 +56,10 @@ ASSUMPTIONS = [
     "no --sequence-parallel and no --tp-comm-overlap: blocking TP all-reduces",
     "--deterministic-mode -> deterministic: PyTorch fills every allocation (torch.use_deterministic_algorithms, "
     "megatron/training/determinism.py), charged (phaze.cost.gpu_determinism)",
-    "not modelled, each slowing the measured step: the deterministic attention kernels of --deterministic-mode "
-    "(NVTE_ALLOW_NONDETERMINISTIC_ALGO=0), --no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
+    "--deterministic-mode sets NVTE_ALLOW_NONDETERMINISTIC_ALGO=0: on A100 Transformer Engine then runs "
+    "FlashAttention-2's deterministic backward, charged (phaze.cost.gpu_attention_determinism)",
+    "not modelled, each slowing the measured step: cuDNN's deterministic attention backward on H100, "
+    "--no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
     "(NVTE_FWD/BWD_LAYERNORM_SM_MARGIN 16), --log-params-norm and --log-num-zeros-in-grad (extra passes over the "
     "parameters and gradients), --log-interval 2",
 ]

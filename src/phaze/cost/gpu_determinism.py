@@ -23,10 +23,10 @@ bandwidth, plus one kernel launch per allocation. Which tensors (``fill_bytes``)
   in place (``cross_entropy``), the per-token loss is negligible;
 - an all-gather's output and a reduce-scatter's (1 / group of the buffer); an all-reduce runs in place.
 
-Not charged, and not known from any published figure: the deterministic attention backward kernels
-(``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0``; Megatron-LM's determinism notes name attention backward among the
-hotspots of a mode that costs "roughly 15% of step time", ``docs/developer/determinism/op-catalog.md``),
-and the small per-token outputs (softmax statistics, the loss). GPU (sequential) time model only.
+The deterministic attention backward kernels (``NVTE_ALLOW_NONDETERMINISTIC_ALGO=0``; Megatron-LM's
+determinism notes name attention backward among the hotspots of a mode that costs "roughly 15% of step time",
+``docs/developer/determinism/op-catalog.md``) are ``phaze.cost.gpu_attention_determinism``'s. Not charged: the
+small per-token outputs (softmax statistics, the loss). GPU (sequential) time model only.
 """
 from __future__ import annotations
 

@@ -10,7 +10,8 @@ Every op runs as one kernel on the whole GPU, one after another on one CUDA stre
   Megatron's unfused loss kernels and the framework's measured kernel bandwidths where published
   (``phaze.cost.gpu_framework``);
 - the kernels the framework adds: Transformer Engine's FP8 cast/transposes (``gpu_framework.fp8_cast_s``) and,
-  in deterministic mode, PyTorch's fill of every allocation (``phaze.cost.gpu_determinism``);
+  in deterministic mode, PyTorch's fill of every allocation (``phaze.cost.gpu_determinism``) and, on an A100,
+  FlashAttention-2's deterministic backward (``phaze.cost.gpu_attention_determinism``);
 - context parallelism: the K/V ring beside the flash-attention GEMMs, in ``cp`` pipelined steps
   (``cp_ring_extra_s``);
 - with ``tp_overlap``, each TP all-gather / reduce-scatter hides behind the GEMM next to it as the userbuffers
@@ -105,9 +106,13 @@ def gpu_layer_time_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkT
     memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency  # achievable HBM bandwidth
     lat = gpu_op_latencies_s(graph, accelerator, tier)
     extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)  # TE's casts around the FP8 GEMMs
-    if deterministic:  # PyTorch fills every allocation under torch.use_deterministic_algorithms
+    if deterministic:  # PyTorch's fills; the deterministic attention backward
         from phaze.cost.gpu_determinism import deterministic_fill_s
         extra += deterministic_fill_s(graph, memory_Bps, accelerator.op_overhead_s)
+        from phaze.cost.gpu import TENSOR_CORES_PER_SM
+        from phaze.cost.gpu_attention_determinism import deterministic_attention_extra_s
+        extra += deterministic_attention_extra_s(graph, lat, accelerator.name,
+                                                 max(1, accelerator.num_tc // TENSOR_CORES_PER_SM), memory_Bps)
     if cp > 1 and cp_bytes > 0:
         extra += cp_ring_extra_s(graph, lat, cp, cp_bytes, cp_tier, memory_Bps)
     if not tp_overlap or tp <= 1:
