@@ -28,8 +28,10 @@ at the layer's shapes (``fa2_deterministic_factor``).
 
 **cuDNN's deterministic backward on Hopper** is not charged: below cuDNN 9.25 it is a "dP-workspace
 decomposition" (github NVIDIA/cudnn-frontend pull request #398: a workspace of ``b x h x s_q x s_kv x 2``
-bytes), so dP is written out and read back, but no published figure says how much of that traffic the
-compute-bound kernel hides; README "Validation" gives the bound.
+bytes), so dP is written out and read back; but Transformer Engine introduced that path as a "workspace
+optimization" (TE pull request #396), taken in the default mode too when its workspace fits in 256 MB, and #398
+calls it "the (faster) dP-workspace path", so it is probably no slower than the default backward. README
+"Validation" gives the bound were its traffic all exposed.
 """
 from __future__ import annotations
 
