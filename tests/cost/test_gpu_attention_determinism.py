@@ -83,3 +83,19 @@ def test_block_backward_grows_by_fills_and_attention(gpu, charged):
         assert got == pytest.approx(fill, rel=1e-9)
     fwd_fill = deterministic_fill_s(layer_graph(GPT7B, det, "block", "fwd"), memory_Bps, acc.op_overhead_s)
     assert a.fwd_s - b.fwd_s == pytest.approx(fwd_fill, rel=1e-9)
+
+
+def test_full_recompute_charges_the_same_backward_kernel():
+    """Full recompute re-runs the forward attention kernel (deterministic already): the extra time is that of the
+    same backward kernel as without recompute."""
+    sms = A100.num_tc // TENSOR_CORES_PER_SM
+    memory_Bps = A100.hbm_bandwidth_Bps * A100.memory_efficiency
+    arch = A100.as_arrays()
+    extra = {}
+    for rc in ("none", "full"):
+        s = setting_for(GPT7B, 1, 1, False, rc, attention="flash", precision="bf16", deterministic=True)
+        g = layer_graph(GPT7B, s, "block", "bwd")
+        lat = [float(gpu_gemm_latency_s(op, arch).reshape(-1)[0]) if isinstance(op, Gemm) else 0.0 for op in g.ops]
+        extra[rc] = deterministic_attention_extra_s(g, lat, A100.name, sms, memory_Bps)
+    assert "recompute.flash_pv" in [op.name for op in g.ops]
+    assert extra["full"] == pytest.approx(extra["none"], rel=1e-12) and extra["none"] > 0

@@ -20,7 +20,7 @@ grid shrinks to ``nsplits x batch x heads`` with ``nsplits = ceil(SMs / (batch x
 of shared memory (``run_mha_bwd_hdim128``: ``max_smem_per_block >= 144 * 1024``) of the 164 KB an SM has,
 so one CTA per SM: the work runs in ``ceil(CTAs / SMs)`` waves of equal CTAs instead of spreading evenly. At
 the Megatron-LM CI 7B runs' shapes (32 heads x micro-batch 1 on 108 SMs: 4 splits, 128 CTAs, 2 waves) that
-is 2 x 108 / 128 = 1.69x the backward kernel's time. Charged here: the flash backward GEMM halves' time
+is 2 x 108 / 128 = 1.69x the time of an evenly spread grid, 1.68x the usual backward's (2048 CTAs in 19 waves). Charged here: the flash backward GEMM halves' time
 (``attention_efficiency``, the non-deterministic rate) scaled by the ratio of the two grids' wave
 quantisation, plus ``dq_accum``'s extra traffic (the zero fill of every split and the reads of the extra
 splits, fp32) at the achievable HBM bandwidth. No constant is fitted: the factor is the launch code's grid
@@ -46,6 +46,10 @@ FA2_BWD_BLOCK_N = 128
 FA2_BWD_CTAS_PER_SM = 1
 # dq_accum is fp32.
 DQ_ACCUM_BYTES = 4
+# The GEMM halves of the flash backward kernel (phaze.workload.graphs names): S recomputed inside it, dP, dV, dQ, dK.
+# Not ``recompute.flash_pv``: under full recompute that is the forward kernel run again, which is deterministic.
+FLASH_BACKWARD_HALVES = ("recompute.flash_scores", "flash_pv.dprobs", "flash_pv.dv", "flash_scores.dq",
+                         "flash_scores.dk")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -68,11 +72,9 @@ def fa2_deterministic_factor(batch_heads: int, seq_k: int, sms: int) -> tuple[fl
 
 def _flash_backward(graph: LayerGraph, lat: list[float]) -> tuple[Gemm | None, float]:
     """The backward's dQ half of the flash kernel (its shapes) and the seconds of all its GEMM halves."""
-    from phaze.cost.gpu import is_flash
-
     dq, total = None, 0.0
     for op, x in zip(graph.ops, lat):
-        if isinstance(op, Gemm) and is_flash(op) and "." in op.name:  # backward halves: flash_*.d*, recompute.*
+        if isinstance(op, Gemm) and op.name.endswith(FLASH_BACKWARD_HALVES):
             total += x
             if op.name.endswith("flash_scores.dq"):
                 dq = op
