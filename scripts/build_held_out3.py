@@ -58,8 +58,10 @@ ASSUMPTIONS = [
     "megatron/training/determinism.py), charged (phaze.cost.gpu_determinism)",
     "--deterministic-mode sets NVTE_ALLOW_NONDETERMINISTIC_ALGO=0: on A100 Transformer Engine then runs "
     "FlashAttention-2's deterministic backward, charged (phaze.cost.gpu_attention_determinism)",
+    "--no-gradient-accumulation-fusion -> gradient_accumulation_fusion false: each wgrad GEMM writes a fresh "
+    "bf16 gradient that DDP's hook adds into the fp32 main_grad, charged (phaze.cost.gpu_layer.grad_accumulate_s)",
     "not modelled, each slowing the measured step: cuDNN's deterministic attention backward on H100, "
-    "--no-gradient-accumulation-fusion, NCCL_ALGO=Ring, the layer-norm SM margin "
+    "NCCL_ALGO=Ring, the layer-norm SM margin "
     "(NVTE_FWD/BWD_LAYERNORM_SM_MARGIN 16), --log-params-norm and --log-num-zeros-in-grad (extra passes over the "
     "parameters and gradients), --log-interval 2",
 ]
@@ -80,7 +82,8 @@ def run(gpu: str, cfg: str) -> dict:
         "tp": plan["tp"], "pp": plan["pp"], "dp": 8 // (plan["tp"] * plan["pp"]), "mbs": plan["mbs"],
         "global_batch": 8, "interleave": plan["interleave"], "recompute": "none", "sequence_parallel": False,
         "zero1": True, "attention": "flash", "precision": "bf16", "tp_comm_overlap": False,
-        "overlap_grad_reduce": True, "deterministic": True, "measured_iteration_time_s": round(t, 5),
+        "overlap_grad_reduce": True, "deterministic": True, "gradient_accumulation_fusion": False,
+        "measured_iteration_time_s": round(t, 5),
         "measured_peak_memory_bytes": peak,
         "conversion": (f"iteration time: mean of the {len(times)} golden 'iteration-time' values after step 2 "
                        f"({', '.join(f'{x:g}' for x in times)} s) = {t:.5f} s; memory: 'mem-max-allocated-bytes' "
@@ -141,14 +144,16 @@ def small_run(name: str, gpu: str) -> dict:
         "tp": tp, "pp": pp, "dp": 8 // (tp * pp * cp), "cp": cp, "mbs": 4, "global_batch": 32, "interleave": v,
         "recompute": recompute, "sequence_parallel": sp, "zero1": dist_opt, "attention": attention,
         "precision": "bf16", "tp_comm_overlap": False, "overlap_grad_reduce": overlap,
-        "deterministic": name not in NOT_DETERMINISTIC_SMALL, "measured_peak_memory_bytes": peak,
+        "deterministic": name not in NOT_DETERMINISTIC_SMALL, "gradient_accumulation_fusion": False,
+        "measured_peak_memory_bytes": peak,
         "conversion": (f"memory only: 'mem-max-allocated-bytes' from step 2 on, {peak:.0f} B, on the last rank (last "
                        f"pipeline stage); the ~0.09 s step of a 12-layer, 512-wide model is host-bound, not compared"),
         "assumptions": ["model: 12 layers, hidden 512, 8 heads, sequence 1024 and the test's own flags (see "
                         "SMALL in scripts/build_held_out3.py); Megatron-Core's defaults otherwise (LayerNorm, "
                         "GELU, biases, dropout 0.1, learned positions, tied embeddings)",
                         "8 GPUs -> data-parallel 8 / (TP x PP x CP); --bf16 -> fp32 gradients; "
-                        "--use-distributed-optimizer -> zero1",
+                        "--use-distributed-optimizer -> zero1; --no-gradient-accumulation-fusion (every small "
+                        "test sets it) -> gradient_accumulation_fusion false (time only; no memory term)",
                         "not modelled: PyTorch-allocated library workspaces (cuBLAS, Transformer Engine), about "
                         "0.1 GiB, which at this size are a few percent of the peak"],
         "model": dict(SMALL_MODEL, **changes),
@@ -161,7 +166,9 @@ def document() -> dict:
                   "memory, collected 2026-12-02 after that day's memory-model changes, which Megatron's code (not "
                   "these runs) motivated; phaze's constants are never set from them. Same fields as "
                   "held_out_runs.json plus measured_peak_memory_bytes; the small-GPT runs give memory only. "
-                  "Built by scripts/build_held_out3.py."),
+                  "Built by scripts/build_held_out3.py. Run data amended since its first evaluation, from the "
+                  "runs' own model_config.yaml, never from their error: gradient_accumulation_fusion false "
+                  "(--no-gradient-accumulation-fusion, set by every run here; 2026-12-02, session 15)."),
         "runs": [run(g, c) for g in ("h100", "a100") for c in ("tp1_pp4", "tp4_pp1")] + [small_run(n, g) for n, g in SMALL],
     }
 

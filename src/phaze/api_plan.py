@@ -48,9 +48,13 @@ def _runtime(attention: str, precision: str, memory_reserve_gib: float | None,
     return float(memory_reserve_gib) * 2**30
 
 
+def _check_flag(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{name} must be true or false, got {value!r}")
+
+
 def _check_deterministic(deterministic: bool, tp_overlap: bool) -> None:
-    if not isinstance(deterministic, bool):
-        raise ConfigError(f"deterministic must be true or false, got {deterministic!r}")
+    _check_flag("deterministic", deterministic)
     if deterministic and tp_overlap:
         raise ConfigError(f"--deterministic with --tp-overlap: {DETERMINISTIC_TP_OVERLAP_ERROR}")
 
@@ -66,7 +70,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          top_k: int = 5, attention: str = DEFAULT_ATTENTION, precision: str = DEFAULT_PRECISION,
          tp_overlap: bool = False, dp_overlap: bool = False, memory_reserve_gib: float | None = None,
          cp_values=None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-         optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False):
+         optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
+         grad_accum_fusion: bool = True):
     """The best training plan (and runners-up and baselines) for ``model`` on ``devices`` chips. ZeRO-1
     (the distributed optimizer) is searched; ``attention``, ``precision``, ``tp_overlap`` (plans with
     sequence parallelism) and ``dp_overlap`` are the runtime features every plan runs with;
@@ -76,13 +81,16 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     up); ``grad_dtype`` the gradients' format, "fp32" (Megatron's main grads) or "bf16", and ``optimizer_state``
     what Adam keeps per parameter (``phaze.workload.config.OPTIMIZER_STATES``; neither searched: a numerics
     choice the user makes); ``deterministic``: PyTorch's deterministic mode as Megatron-LM's
-    ``--deterministic-mode`` runs it (``phaze.cost.gpu_determinism``; GPUs only, no TP overlap)."""
+    ``--deterministic-mode`` runs it (``phaze.cost.gpu_determinism``; GPUs only, no TP overlap);
+    ``grad_accum_fusion``: Megatron-LM's gradient-accumulation fusion (False: ``--no-gradient-accumulation-fusion``;
+    not searched)."""
     from phaze.placement import optimize
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=microbatch_sizes)
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     _check_deterministic(deterministic, tp_overlap)
+    _check_flag("grad_accum_fusion", grad_accum_fusion)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     kw = {}
@@ -107,7 +115,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, devices=devices,
                     top_k=top_k, seq_len=seq_len, attention=attention, precision=precision, tp_overlap=tp_overlap,
                     overlap_dp=dp_overlap, memory_reserve_bytes=reserve, tp_overlap_config=tp_overlap_config,
-                    grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=deterministic, **kw)
+                    grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=deterministic,
+                    grad_accum_fusion=grad_accum_fusion, **kw)
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -117,12 +126,14 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                   precision: str = DEFAULT_PRECISION, tp_overlap: bool = False, dp_overlap: bool = False,
                   memory_reserve_gib: float | None = None, cp: int = 1,
                   tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False):
+                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
+                  grad_accum_fusion: bool = True):
     """Evaluate one plan with balanced stages: iteration time, throughput, MFU, memory per stage.
     ``recompute``: one mode, one per pipeline stage ("full,none" or a sequence) or a ``Recompute``. Runtime features as in
     ``plan``; ``cp``: context parallelism (each sequence split over cp devices; needs flash attention);
     ``tp_overlap_config``: the userbuffers configuration of the TP overlap; ``grad_dtype``: the gradients' format;
-    ``optimizer_state``: what Adam keeps per parameter; ``deterministic``: PyTorch's deterministic mode."""
+    ``optimizer_state``: what Adam keeps per parameter; ``deterministic``: PyTorch's deterministic mode;
+    ``grad_accum_fusion``: Megatron-LM's gradient-accumulation fusion."""
     from phaze.errors import InfeasibleError
     from phaze.placement import Plan, Recompute, evaluate
 
@@ -132,6 +143,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     _check_deterministic(deterministic, tp_overlap)
+    _check_flag("grad_accum_fusion", grad_accum_fusion)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     _check_precision(acc, precision)
     if cp > 1 and attention != "flash":
@@ -151,6 +163,6 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
                       recompute=recompute, sequence_parallel=sp, zero1=zero1, attention=attention,
                       precision=precision, tp_overlap=tp_overlap and sp, dp_overlap=dp_overlap, cp=cp,
                       tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                      deterministic=deterministic)
+                      deterministic=deterministic, grad_accum_fusion=grad_accum_fusion)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len,
                     memory_reserve_bytes=reserve)

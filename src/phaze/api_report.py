@@ -88,17 +88,18 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
                  tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
                  grad_dtype: str = DEFAULT_GRAD_DTYPE,
                  optimizer_state: str = DEFAULT_OPTIMIZER_STATE,
-                 deterministic: bool = False) -> list[tuple[str, str]]:
+                 deterministic: bool = False, grad_accum_fusion: bool = True) -> list[tuple[str, str]]:
     """What ``plan`` assumes, as (field, value) rows."""
-    from phaze.api_plan import _check_deterministic, _runtime, check_tp_overlap_config
+    from phaze.api_plan import _check_deterministic, _check_flag, _runtime, check_tp_overlap_config
     from phaze.report.setting import plan_setting as rows
 
     check_ranges(devices=devices, global_batch=global_batch, seq=seq_len)
     reserve = _runtime(attention, precision, memory_reserve_gib, grad_dtype, optimizer_state)
     check_tp_overlap_config(tp_overlap_config)
     _check_deterministic(deterministic, tp_overlap)
+    _check_flag("grad_accum_fusion", grad_accum_fusion)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
+    runtime = dict(grad_accum_fusion=grad_accum_fusion, attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
                    tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
                    deterministic=deterministic, memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
@@ -110,7 +111,7 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
                 seq_len: int | None = None, **runtime) -> str:
     """Write the HTML report of a ``plan`` result; returns the path. ``runtime``: the runtime features the
     plan was searched with (``plan``'s attention, precision, tp_overlap, dp_overlap, memory_reserve_gib,
-    tp_overlap_config, grad_dtype, optimizer_state, deterministic)."""
+    tp_overlap_config, grad_dtype, optimizer_state, deterministic, grad_accum_fusion)."""
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)

@@ -76,8 +76,13 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         f"searched by plan (default: {DEFAULT_OPTIMIZER_STATE})")
     p.add_argument("--deterministic", action="store_true",
                    help="PyTorch's deterministic mode as Megatron-LM's --deterministic-mode runs it: every "
-                        "allocation is filled before use (its deterministic attention backward is not costed); "
-                        "GPUs only, no --tp-overlap; not searched by plan (default: off)")
+                        "allocation is filled before use, and on an A100 FlashAttention-2's deterministic "
+                        "backward (cuDNN's on an H100 is not costed); GPUs only, no --tp-overlap; not searched by "
+                        "plan (default: off)")
+    p.add_argument("--no-grad-accum-fusion", action="store_true",
+                   help="as Megatron-LM's --no-gradient-accumulation-fusion: each wgrad GEMM writes a fresh "
+                        "16-bit gradient that is then added into the gradient buffer, instead of accumulating "
+                        "into it in the GEMM; not searched by plan (default: off, the GEMMs accumulate)")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
                         "--zero1 the parameter all-gather with the next forward (default: off)")

@@ -165,7 +165,7 @@ def _runtime_kw(args) -> dict:
                 tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
                 optimizer_state=args.optimizer_state,
                 dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib,
-                deterministic=args.deterministic)
+                deterministic=args.deterministic, grad_accum_fusion=not args.no_grad_accum_fusion)
 
 
 def _eval_rows(evs) -> list[tuple]:

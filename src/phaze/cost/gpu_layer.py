@@ -17,7 +17,8 @@ Every op runs as one kernel on the whole GPU, one after another on one CUDA stre
 - with ``tp_overlap``, each TP all-gather / reduce-scatter hides behind the GEMM next to it as the userbuffers
   configuration says (``tp_overlapped_s``, ``phaze.cost.overlap``).
 Plus, once per microbatch and layer, the weight-gradient accumulation into the persistent gradient buffer
-(``grad_accumulate_s``). A designed chip is timed by its operator schedule instead (``phaze.schedule``).
+(``grad_accumulate_s``; fused into the wgrad GEMM, or without gradient-accumulation fusion a fresh gradient
+written and added in). A designed chip is timed by its operator schedule instead (``phaze.schedule``).
 """
 from __future__ import annotations
 
@@ -120,12 +121,32 @@ def gpu_layer_time_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkT
     return tp_overlapped_s(graph, lat, accelerator, tp, tp_overlap_config, memory_Bps) + extra
 
 
-def grad_accumulate_s(grad_bytes: float, accelerator: Accelerator) -> float:
+# Without gradient-accumulation fusion (Megatron-LM ``--no-gradient-accumulation-fusion``; Transformer Engine's
+# ``fuse_wgrad_accumulation`` = ``config.gradient_accumulation_fusion``, megatron/core/extensions/
+# transformer_engine.py at d98e8a6) the wgrad GEMM writes a fresh 16-bit weight gradient (``param.grad``, the
+# weights' bf16 / fp16 format) and DDP's backward hook adds it into the gradient buffer
+# (``param.main_grad.add_(param.grad.data)``, megatron/core/distributed/distributed_data_parallel.py): per
+# parameter 2 B written by the GEMM and 2 B read back by the add, besides the buffer's read + write.
+UNFUSED_WGRAD_BYTES_PER_PARAM = 4
+# In deterministic mode that fresh gradient is also filled when allocated (phaze.cost.gpu_determinism): 2 B.
+UNFUSED_WGRAD_FILL_BYTES_PER_PARAM = 2
+
+
+def grad_accumulate_s(grad_bytes: float, accelerator: Accelerator, *, params: float = 0.0, fused: bool = True,
+                      deterministic: bool = False, tensors: int = 1) -> float:
     """Every microbatch's weight gradients are added into the persistent gradient buffer (Megatron-LM's
     fp32 ``main_grad``, fused into the wgrad GEMM epilogue as an fp32 C read + write with
     gradient-accumulation fusion; a bf16 buffer with ``grad_dtype`` "bf16", so half the bytes): a read and
     a write of the layer's gradient bytes at the achievable HBM bandwidth, not overlapped (a wave's
-    epilogues all stream at once)."""
+    epilogues all stream at once). Unfused (``fused`` False), each of the layer's ``params`` also costs
+    ``UNFUSED_WGRAD_BYTES_PER_PARAM`` (plus the fill in ``deterministic`` mode) and each of its ``tensors``
+    weight gradients an add kernel (and a fill kernel) launch."""
     if grad_bytes <= 0:
         return 0.0
-    return 2.0 * grad_bytes / (accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency)
+    hbm_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency
+    fused_s = 2.0 * grad_bytes / hbm_Bps
+    if fused:
+        return fused_s
+    per_param = UNFUSED_WGRAD_BYTES_PER_PARAM + (UNFUSED_WGRAD_FILL_BYTES_PER_PARAM if deterministic else 0)
+    launches = max(1, tensors) * (2 if deterministic else 1)
+    return fused_s + per_param * params / hbm_Bps + launches * accelerator.op_overhead_s

@@ -170,7 +170,8 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
         s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
                         attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap, cp=plan.cp,
                         tp_overlap_config=plan.tp_overlap_config, grad_dtype=plan.grad_dtype,
-                        optimizer_state=plan.optimizer_state, deterministic=plan.deterministic)
+                        optimizer_state=plan.optimizer_state, deterministic=plan.deterministic,
+                        grad_accum_fusion=plan.grad_accum_fusion)
         out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, cp_tier=cp_tier, **kw)
     return out
 

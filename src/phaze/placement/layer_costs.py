@@ -121,10 +121,12 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
         return hit
     from phaze.workload.graphs import cp_ring_bytes, layer_graph
 
-    times = {}
+    times, weight_grads = {}, {}
     for kind in LAYER_KINDS:
         for direction in ("fwd", "bwd"):
             g = layer_graph(model, setting, kind, direction)
+            if direction == "bwd":  # the weight gradients the backward writes (one add each when unfused)
+                weight_grads[kind] = sum(1 for op in g.ops if op.name.endswith(".wgrad"))
             if tm == "sequential":
                 cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
                 times[(kind, direction)] = gpu_layer_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
@@ -136,7 +138,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     out = layer_costs_from_times(model, setting, times, optimizer, tm)
     if tm == "sequential":
         out = LayerCosts(setting=setting, time_model=tm, **{
-            kind: replace(out[kind], bwd_s=out[kind].bwd_s + grad_accumulate_s(out[kind].grad_bytes, accelerator))
+            kind: replace(out[kind], bwd_s=out[kind].bwd_s + grad_accumulate_s(
+                out[kind].grad_bytes, accelerator, params=out[kind].params, fused=setting.grad_accum_fusion,
+                deterministic=setting.deterministic, tensors=weight_grads[kind]))
             for kind in LAYER_KINDS})
     _CACHE[key] = out
     return out
@@ -188,18 +192,21 @@ def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_para
                 precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
                 tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
                 grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False) -> TrainSetting:
+                optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
+                grad_accum_fusion: bool = True) -> TrainSetting:
     """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
     configuration only where it overlaps (else the default: one cache entry for the same costs); the
     gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step);
     Adam's ``optimizer_state`` (its bytes in memory and in the optimizer step); ``deterministic``: PyTorch's
-    deterministic mode (``phaze.cost.gpu_determinism``)."""
+    deterministic mode (``phaze.cost.gpu_determinism``); ``grad_accum_fusion``: Megatron-LM's gradient-accumulation
+    fusion (off: ``--no-gradient-accumulation-fusion``, ``phaze.cost.gpu_layer.grad_accumulate_s``)."""
     sp = bool(sequence_parallel and tp > 1)
     ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
                         sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
                         tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG,
-                        grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=bool(deterministic))
+                        grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=bool(deterministic),
+                        grad_accum_fusion=grad_accum_fusion)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

@@ -52,7 +52,8 @@ def plan_features(s: TrainSetting, overlap_dp: bool) -> dict:
     same costs)."""
     return dict(attention=s.attention, precision=s.precision, tp_overlap=s.tp_overlap, dp_overlap=overlap_dp,
                 tp_overlap_config=s.tp_overlap_config, grad_dtype=s.grad_dtype,
-                optimizer_state=s.optimizer_state, deterministic=s.deterministic)
+                optimizer_state=s.optimizer_state, deterministic=s.deterministic,
+                grad_accum_fusion=s.grad_accum_fusion)
 
 
 @dataclass(frozen=True)
@@ -346,7 +347,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
              per_stage_recompute: bool = True, attention: str = "standard", precision: str = "fp16",
              tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, cp_values: Iterable[int] = (1,),
              tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-             optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False, **cost_kw) -> PlanResult:
+             optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
+             grad_accum_fusion: bool = True, **cost_kw) -> PlanResult:
     """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
     ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
     never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
@@ -354,7 +356,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
     features every plan runs with (``tp_overlap_config``: the userbuffers configuration of the TP overlap,
     ``grad_dtype``: the gradients' number format, ``optimizer_state``: what Adam keeps per parameter, and
-    ``deterministic``: PyTorch's deterministic mode, none searched: they are how the framework is set up, a
+    ``deterministic``: PyTorch's deterministic mode, ``grad_accum_fusion``: Megatron-LM's gradient-accumulation
+    fusion, none searched: they are how the framework is set up, a
     numerics choice the user makes); ``memory_reserve_bytes``
     is HBM no plan may use. Raises InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
     needs flash attention and a sequence divisible by 2 x cp; devices = t x p x cp x d)."""
@@ -396,7 +399,7 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
                         s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
                                         tp_overlap=tp_overlap, cp=cp, tp_overlap_config=tp_overlap_config,
                                         grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                                        deterministic=deterministic)
+                                        deterministic=deterministic, grad_accum_fusion=grad_accum_fusion)
                         costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer,
                                                        cp_tier=cp_tier, **cost_kw)
     device = DeviceSpec.of(accelerator, memory_reserve_bytes)
@@ -425,7 +428,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
                                   features=dict(attention=attention, precision=precision, tp_overlap=tp_overlap,
                                                 dp_overlap=overlap_dp, tp_overlap_config=tp_overlap_config,
                                                 grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                                                deterministic=deterministic),
+                                                deterministic=deterministic,
+                                                grad_accum_fusion=grad_accum_fusion),
                                   **cost_kw)
     stats = replace(stats, wall_time_s=time.perf_counter() - t_start)
     return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats)

@@ -40,7 +40,9 @@ class Plan:
     ``optimizer_state`` (what Adam keeps per parameter: "fp32" master + m + v, "fp32-remainders",
     "bf16-master", "bf16"; its bytes in memory and in the optimizer step;
     ``phaze.workload.memory.ADAM_STATE_BYTES``), ``deterministic`` (PyTorch's deterministic mode, as Megatron-LM's
-    ``--deterministic-mode``: every allocation filled, ``phaze.cost.gpu_determinism``; no TP overlap).
+    ``--deterministic-mode``: every allocation filled, ``phaze.cost.gpu_determinism``; no TP overlap),
+    ``grad_accum_fusion`` (Megatron-LM's gradient-accumulation fusion; False as ``--no-gradient-accumulation-fusion``:
+    each wgrad GEMM writes a fresh gradient that is added into the buffer, ``phaze.cost.gpu_layer.grad_accumulate_s``).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -61,6 +63,7 @@ class Plan:
     grad_dtype: str = DEFAULT_GRAD_DTYPE
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE
     deterministic: bool = False
+    grad_accum_fusion: bool = True
 
     def __post_init__(self) -> None:
         from phaze.cost.userbuffers import get_ub_config
@@ -83,6 +86,8 @@ class Plan:
             raise ConfigError(f"plan: deterministic must be true or false, got {self.deterministic!r}")
         if self.deterministic and self.tp_overlap and self.tp > 1:
             raise ConfigError(f"plan: {DETERMINISTIC_TP_OVERLAP_ERROR}")
+        if not isinstance(self.grad_accum_fusion, bool):
+            raise ConfigError(f"plan: grad_accum_fusion must be true or false, got {self.grad_accum_fusion!r}")
         if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
             raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
@@ -167,6 +172,8 @@ class Plan:
             s += f" adam={self.optimizer_state}"
         if self.deterministic:
             s += " deterministic"
+        if not self.grad_accum_fusion:
+            s += " no-grad-accum-fusion"
         return s
 
     def to_dict(self) -> dict:
@@ -178,6 +185,7 @@ class Plan:
                 "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
                 "dp_overlap": self.dp_overlap, "cp": self.cp, "grad_dtype": self.grad_dtype,
                 "optimizer_state": self.optimizer_state, "deterministic": self.deterministic,
+                "grad_accum_fusion": self.grad_accum_fusion,
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

@@ -99,9 +99,12 @@ def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
              if rt.get("grad_dtype", DEFAULT_GRAD_DTYPE) == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
             ("Adam state", _ADAM_STATE_TEXT[rt.get("optimizer_state", DEFAULT_OPTIMIZER_STATE)]),
-            ("deterministic mode", "on: PyTorch fills every allocation (Megatron-LM --deterministic-mode); its "
-                                   "deterministic attention backward is not costed"
+            ("deterministic mode", "on: PyTorch fills every allocation (Megatron-LM --deterministic-mode); on an "
+                                   "A100 FlashAttention-2's deterministic backward (cuDNN's on an H100 not costed)"
              if rt.get("deterministic") else "off"),
+            ("gradient-accumulation fusion", "on: the wgrad GEMMs add into the gradient buffer"
+             if rt.get("grad_accum_fusion", True)
+             else "off: each wgrad GEMM writes a fresh gradient that is then added into the buffer"),
             ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
                                f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
 

@@ -126,6 +126,7 @@ class TimeCase:
     grad_dtype: str = DEFAULT_GRAD_DTYPE  # the run's gradient buffer / DP reduce format (fp32 or bf16)
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE  # what the run's Adam keeps per parameter (OPTIMIZER_STATES)
     deterministic: bool = False  # the run used PyTorch's deterministic mode (Megatron-LM --deterministic-mode)
+    grad_accum_fusion: bool = True  # False: the run set --no-gradient-accumulation-fusion (Megatron-LM)
     # measured peak allocated bytes on one device of the last pipeline stage (PyTorch's allocated_bytes.all.peak
     # as Megatron-LM logs it from the last rank), if the source gives it
     measured_peak_memory_bytes: float | None = None

@@ -13,6 +13,7 @@ iteration time in seconds, and how it was converted and what was assumed where t
     "grad_dtype": "bf16" (optional: the gradient buffer and DP reduce format, default fp32),
     "optimizer_state": "fp32-remainders" (optional: what Adam keeps per parameter, default fp32),
     "deterministic": true (optional: PyTorch's deterministic mode, Megatron-LM --deterministic-mode, default false),
+    "gradient_accumulation_fusion": false (optional: Megatron-LM --no-gradient-accumulation-fusion, default true),
     "measured_iteration_time_s": 3.528 (optional when the run gives its peak memory),
     "measured_peak_memory_bytes": 6.07e10 (optional: peak allocated on a device of the last pipeline stage), "conversion": "...", "assumptions": ["..."],
     "model": {"name": "...", "num_layers": 24, "hidden": 2304, ...}}]}
@@ -63,6 +64,9 @@ class _Run(BaseModel):
     optimizer_state: Literal["fp32", "fp32-remainders", "bf16-master", "bf16"] = "fp32"
     # the run used PyTorch's deterministic mode (Megatron-LM --deterministic-mode; phaze.cost.gpu_determinism)
     deterministic: bool = False
+    # Megatron-LM's gradient-accumulation fusion; false when the run sets --no-gradient-accumulation-fusion
+    # (phaze.cost.gpu_layer.grad_accumulate_s)
+    gradient_accumulation_fusion: bool = True
     # the measured iteration time; a run may instead (or also) give its measured peak memory
     measured_iteration_time_s: Annotated[float, Field(gt=0)] | None = None
     # optional: the measured peak allocated bytes of one device of the last pipeline stage (PyTorch's
@@ -119,6 +123,7 @@ def runs_from_mapping(data: Any, source: str):
                             sequence_parallel=r.sequence_parallel and r.tp > 1, cp=r.cp,
                             tp_overlap_config=r.tp_comm_overlap_config, grad_dtype=r.grad_dtype,
                             optimizer_state=r.optimizer_state, deterministic=r.deterministic,
+                            grad_accum_fusion=r.gradient_accumulation_fusion,
                             measured_peak_memory_bytes=r.measured_peak_memory_bytes))
     about = spec.about.split(".")[0] if spec.about else "published runs"
     return Cases(f"{source}: {about}", tuple(out), ())

@@ -110,7 +110,7 @@ def _plan_evaluation(c: TimeCase):
         sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
         attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp,
         tp_overlap_config=c.tp_overlap_config, grad_dtype=c.grad_dtype, optimizer_state=c.optimizer_state,
-        deterministic=c.deterministic)
+        deterministic=c.deterministic, grad_accum_fusion=c.grad_accum_fusion)
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
                   memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
     return plan, ev

@@ -207,6 +207,10 @@ class TrainSetting:
     # PyTorch's deterministic mode (Megatron-LM --deterministic-mode): every allocation is filled
     # (phaze.cost.gpu_determinism); a reproducibility choice, not searched
     deterministic: bool = False
+    # Megatron-LM's gradient-accumulation fusion (default on): the wgrad GEMM adds into the fp32 main_grad in
+    # its epilogue; off (--no-gradient-accumulation-fusion), it writes a fresh weight gradient that a hook adds
+    # in (phaze.cost.gpu_layer.grad_accumulate_s); how the framework is set up, not searched
+    grad_accum_fusion: bool = True
 
     def __post_init__(self) -> None:
         for field in ("microbatch_size", "seq_len", "tp", "cp"):
@@ -235,6 +239,8 @@ class TrainSetting:
                               "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
         if self.deterministic and self.tp_overlap and self.tp > 1:
             raise ConfigError(DETERMINISTIC_TP_OVERLAP_ERROR)
+        if not isinstance(self.grad_accum_fusion, bool):
+            raise ConfigError(f"grad_accum_fusion must be true or false, got {self.grad_accum_fusion!r}")
         if not isinstance(self.tp_overlap_config, str) or not self.tp_overlap_config:
             raise ConfigError(f"tp_overlap_config must be the name of a userbuffers configuration, "
                               f"got {self.tp_overlap_config!r}")
