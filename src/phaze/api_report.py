@@ -99,9 +99,10 @@ def plan_setting(model: str | ModelConfig, accelerator: str | Accelerator, devic
     _check_deterministic(deterministic, tp_overlap)
     _check_flag("grad_accum_fusion", grad_accum_fusion)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    runtime = dict(grad_accum_fusion=grad_accum_fusion, attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
+    runtime = dict(attention=attention, precision=precision, tp_overlap=tp_overlap, dp_overlap=dp_overlap,
                    tp_overlap_config=tp_overlap_config, grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                   deterministic=deterministic, memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
+                   deterministic=deterministic, grad_accum_fusion=grad_accum_fusion,
+                   memory_reserve_bytes=reserve, usable_bytes=acc.hbm_bytes - reserve)
     return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, microbatch_sizes,
                 recompute_modes, runtime)
 
