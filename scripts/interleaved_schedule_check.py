@@ -124,7 +124,7 @@ def chunk_times(case) -> tuple[list[list[float]], list[list[float]], int]:
 def interleaved_cases():
     from phaze.validation.cases import RUNS_FILE, packaged_cases
 
-    for name in (RUNS_FILE, "held_out_runs.json", "held_out2_runs.json", "held_out3_runs.json"):
+    for name in (RUNS_FILE, "held_out_runs.json", "held_out2_runs.json", "held_out3_runs.json", "held_out4_runs.json"):
         for case in packaged_cases(name).time:
             if case.interleave > 1 and case.measured_s is not None:  # the runs whose time is compared
                 yield case

@@ -49,8 +49,9 @@ def test_validation_runs_within_half_a_percent(chk):
     for case in chk.interleaved_cases():
         F, B, m = chk.chunk_times(case)
         gaps.append(chk.closed_form(F, B, m) / chk.replay(F, B, m) - 1)
-    assert len(gaps) >= 30
+    assert len(gaps) >= 40
     # closed form at most 1.2% below the replay (the Megatron-LM CI tp1 pp4 runs, m = p = 4: -1.12% on H100, -0.71%
     # on A100, since deterministic mode's fills and the unfused gradient accumulation of the 0.54 B LM-head
-    # parameters made their LM-head chunk heavier; the Nemotron-340B run's heavy LM-head chunk: -0.37%), never above
+    # parameters made their LM-head chunk heavier; the Nemotron-340B runs' heavy LM-head chunk: -0.24..-0.37%), never
+    # above. (1F1B, v = 1, is exact: the SC21 and MT-NLG runs with p > 1 replay to 0.000%.)
     assert min(gaps) > -0.012 and max(gaps) < 1e-9
