@@ -59,8 +59,11 @@ def gemm_cycles(g: Gemm, rows: np.ndarray, cols: np.ndarray, cores: np.ndarray) 
     return np.minimum(orient(g.m, g.n), orient(g.n, g.m))
 
 
-def gemm_hbm_bytes(g: Gemm, glb_bytes: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """HBM traffic (bytes) of the blocked schedule of the module docstring."""
+def gemm_hbm_bytes(g: Gemm, glb_bytes: np.ndarray, rows: np.ndarray, *, accumulate: bool = True) -> np.ndarray:
+    """HBM traffic (bytes) of the blocked schedule of the module docstring. A GEMM that adds into a buffer
+    (``g.accumulate_bytes``, a weight gradient into the persistent gradient buffer) reads and writes that
+    buffer's ``batch * M * N`` elements instead of writing its result once; ``accumulate`` False leaves that to
+    the caller (the GPU model charges it as its own pass, ``phaze.cost.gpu_layer.grad_accumulate_s``)."""
     e = g.bytes_per_element
     m, n, k = g.m, g.n, g.k
     s = np.asarray(glb_bytes, np.float64) / e
@@ -71,8 +74,9 @@ def gemm_hbm_bytes(g: Gemm, glb_bytes: np.ndarray, rows: np.ndarray) -> np.ndarr
     m_fits, n_fits = m <= b, n <= b
     bm = np.where(m_fits, m, np.where(n_fits, np.clip(tall, 1, m), b))
     bn = np.where(m_fits, np.clip(wide, 1, n), np.where(n_fits, n, b))
-    elems = m * n + np.ceil(n / bn) * (m * k) + np.ceil(m / bm) * (k * n)
-    return g.batch * e * elems
+    elems = np.ceil(n / bn) * (m * k) + np.ceil(m / bm) * (k * n)
+    out_bytes = 2 * g.accumulate_bytes if accumulate and g.accumulate_bytes else e
+    return g.batch * (e * elems + out_bytes * m * n)
 
 
 def _paper_terms(gemm: Gemm, arch: ArchArrays, c: np.ndarray, hbm_bytes: np.ndarray) -> dict:

@@ -71,5 +71,7 @@ def gpu_gemm_latency_s(gemm: Gemm, arch: ArchArrays) -> np.ndarray:
                               f"(fp8_matrix_factor 0); use --precision bf16 or fp16")
         per_sm_flops = per_sm_flops * arch.fp8_matrix_factor
     compute_s = gpu_gemm_wave_flops(gemm, sms) / (per_sm_flops * arch.matrix_efficiency)
-    memory_s = gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows) / (arch.hbm_bandwidth_Bps * arch.memory_efficiency)
+    # the weight-gradient accumulation is charged as its own pass (phaze.cost.gpu_layer.grad_accumulate_s)
+    memory_s = (gemm_hbm_bytes(gemm, arch.glb_bytes, arch.tc_rows, accumulate=False)
+                / (arch.hbm_bandwidth_Bps * arch.memory_efficiency))
     return np.maximum(compute_s, memory_s) + arch.op_overhead_s

@@ -211,7 +211,7 @@ def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction
         raise ConfigError(f"unknown direction {direction!r}; use 'fwd' or 'bwd'")
     check_setting(model, setting)
     if isinstance(model, TracedModel):
-        return traced_layer_graph(model, setting, layer, direction)
+        return accumulating_wgrads(traced_layer_graph(model, setting, layer, direction), setting)
     nodes = _NODES[layer](model, setting)
     if direction == "fwd":
         fb = ForwardBuilder(nodes)
@@ -223,7 +223,24 @@ def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction
         recompute = frozenset(i for i, n in enumerate(nodes) if n.op.name in SELECTIVE_OPS)
     if layer == "block" and setting.attention == "flash":  # the flash backward recomputes S itself
         recompute = recompute | frozenset(i for i, n in enumerate(nodes) if n.op.name == FLASH_OPS[0])
-    return backward(nodes, layer, setting.tp, setting.sequence_parallel and setting.tp > 1, recompute)
+    return accumulating_wgrads(backward(nodes, layer, setting.tp, setting.sequence_parallel and setting.tp > 1,
+                                        recompute), setting)
+
+
+def accumulating_wgrads(graph: LayerGraph, setting: TrainSetting) -> LayerGraph:
+    """``graph`` with each weight-gradient GEMM (``.wgrad``) marked as adding into the persistent gradient
+    buffer, whose elements are ``ADAM_GRAD_BYTES[setting.grad_dtype]`` bytes: every microbatch's weight
+    gradient is summed into it (Megatron-LM's main grads), so the GEMM reads and writes that buffer rather
+    than writing a fresh result once. A designed chip's GEMM carries the traffic in its HBM term
+    (``phaze.cost.gemm.gemm_hbm_bytes``); the GPU model charges it as ``phaze.cost.gpu_layer.grad_accumulate_s``."""
+    from dataclasses import replace
+
+    from phaze.workload.memory import ADAM_GRAD_BYTES
+
+    acc = ADAM_GRAD_BYTES[setting.grad_dtype]
+    ops = tuple(replace(op, accumulate_bytes=acc) if isinstance(op, Gemm) and op.name.endswith(".wgrad") else op
+                for op in graph.ops)
+    return replace(graph, ops=ops) if ops != graph.ops else graph
 
 
 def layer_graphs(model: ModelConfig, setting: TrainSetting) -> dict[tuple[str, str], LayerGraph]:

@@ -22,6 +22,9 @@ class Gemm:
     n: int
     k: int
     bytes_per_element: int = 2
+    # a weight-gradient GEMM adds its result into the persistent gradient buffer (bytes per element of that
+    # buffer, read and written); 0: the result is a fresh tensor written once (phaze.workload.graphs)
+    accumulate_bytes: int = 0
 
     @property
     def flops(self) -> int:
