@@ -32,7 +32,7 @@ def test_hbm_bytes_hand_computed():
     assert plain == 2 * (256 * 4096 + 4096 * 1024 + 256 * 1024)  # inputs once, the result written once
     acc = replace(g, accumulate_bytes=4)
     # the fp32 buffer's 256 x 1024 elements read and written (8 B) instead of a 2 B write
-    assert gemm_hbm_bytes(acc, big, np.array([128]))[0] == plain + (8 - 2) * 256 * 1024
+    assert gemm_hbm_bytes(acc, big, np.array([128]))[0] == plain + (8 - 2) * 256 * 1024 == acc.bytes_moved
     assert gemm_hbm_bytes(acc, big, np.array([128]), accumulate=False)[0] == plain
     assert gemm_hbm_bytes(replace(g, accumulate_bytes=2), big, np.array([128]))[0] == plain + (4 - 2) * 256 * 1024
 

@@ -33,9 +33,11 @@ class Gemm:
 
     @property
     def bytes_moved(self) -> int:
-        """Compulsory traffic: read both operands once, write the result once."""
+        """Compulsory traffic: read both operands once, write the result once (or, accumulating, read and
+        write the buffer it adds into)."""
         b = self.batch
-        return self.bytes_per_element * b * (self.m * self.k + self.k * self.n + self.m * self.n)
+        out = 2 * self.accumulate_bytes if self.accumulate_bytes else self.bytes_per_element
+        return b * (self.bytes_per_element * (self.m * self.k + self.k * self.n) + out * self.m * self.n)
 
 
 @dataclass(frozen=True)
