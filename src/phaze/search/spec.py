@@ -17,6 +17,12 @@ from phaze.workload.traced import microbatch_choices
 
 
 
+# Revision of the designed-chip cost model that search results depend on (SearchSpec.fingerprint): 2 since the
+# weight-gradient GEMMs read and write the gradient buffer (phaze.workload.graphs.accumulating_wgrads,
+# 2026-12-02); stores written before carry none and are refused on --resume.
+CHIP_COST_MODEL_REVISION = 2
+
+
 @dataclass(frozen=True)
 class SearchSpec:
     models: tuple[ModelConfig, ...]
@@ -92,6 +98,9 @@ class SearchSpec:
             "recompute_modes": list(self.recompute_modes), "cluster": self.cluster, "devices": self.devices,
             "global_batch": self.global_batch, "optimizer": self.optimizer,
         }
+        # the chip cost model's revision: a change that moves search results bumps it, so --resume refuses a store
+        # whose finished chips were scored by another model instead of mixing the two
+        out["cost_model"] = CHIP_COST_MODEL_REVISION
         if self.pareto:  # only when set, so stores written before the option existed still resume
             out["pareto"] = True
         if self.objective != "throughput":
