@@ -29,12 +29,14 @@ at the layer's shapes (``fa2_deterministic_factor``).
 **cuDNN's deterministic backward on Hopper** is not charged: below cuDNN 9.25 it is a "dP-workspace
 decomposition" (github NVIDIA/cudnn-frontend pull request #398: a workspace of ``b x h x s_q x s_kv x 2``
 bytes), so dP is written out and read back; but Transformer Engine introduced that path as a "workspace
-optimization" (TE pull request #396), taken in the default mode too when its workspace fits in 256 MB, and #398
-calls it "the (faster) dP-workspace path", so it is probably no slower than the default backward. README
-"Validation" gives the bound were its traffic all exposed.
+optimization" (TE pull request #396), taken in the default mode too whenever its workspace fits in 256 MB (a
+limit on memory: its traffic per computed score is the same at any size), so it is read as no slower than the
+default backward. (#398's "the (faster) dP-workspace path" compares it with #398's own ordered-dQ deterministic
+engine, not with the default.) README "Validation" gives the bound were its traffic all exposed.
 """
 from __future__ import annotations
 
+from phaze.cost.common import ceil_div
 from phaze.workload.ops import Gemm, LayerGraph
 
 # GPUs whose Transformer Engine attention falls back to FlashAttention-2's deterministic backward (compute
@@ -52,21 +54,17 @@ FLASH_BACKWARD_HALVES = ("recompute.flash_scores", "flash_pv.dprobs", "flash_pv.
                          "flash_scores.dk")
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _wave_factor(ctas: int, sms: int) -> float:
     """Time of ``ctas`` equal CTAs in whole waves over ``sms`` SMs, over the time if they spread evenly."""
     slots = sms * FA2_BWD_CTAS_PER_SM
-    return _ceil_div(ctas, slots) * slots / ctas
+    return int(ceil_div(ctas, slots)) * slots / ctas
 
 
 def fa2_deterministic_factor(batch_heads: int, seq_k: int, sms: int) -> tuple[float, int]:
     """(deterministic / non-deterministic backward time, nsplits) of FlashAttention-2 for ``batch_heads``
     (batch x query heads) heads of ``seq_k`` keys on ``sms`` SMs (module doc)."""
-    nsplits = _ceil_div(sms, batch_heads)
-    seqk_parallel = _wave_factor(_ceil_div(seq_k, FA2_BWD_BLOCK_N) * batch_heads, sms)
+    nsplits = int(ceil_div(sms, batch_heads))
+    seqk_parallel = _wave_factor(int(ceil_div(seq_k, FA2_BWD_BLOCK_N)) * batch_heads, sms)
     return _wave_factor(nsplits * batch_heads, sms) / seqk_parallel, nsplits
 
 

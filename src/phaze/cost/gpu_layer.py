@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from phaze.cost.gpu_determinism import ACTIVATION_OUTPUT_BYTES
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
 from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
@@ -128,8 +129,8 @@ def gpu_layer_time_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkT
 # (``param.main_grad.add_(param.grad.data)``, megatron/core/distributed/distributed_data_parallel.py): per
 # parameter 2 B written by the GEMM and 2 B read back by the add, besides the buffer's read + write.
 UNFUSED_WGRAD_BYTES_PER_PARAM = 4
-# In deterministic mode that fresh gradient is also filled when allocated (phaze.cost.gpu_determinism): 2 B.
-UNFUSED_WGRAD_FILL_BYTES_PER_PARAM = 2
+# In deterministic mode that fresh 16-bit gradient is also filled when allocated (phaze.cost.gpu_determinism).
+UNFUSED_WGRAD_FILL_BYTES_PER_PARAM = ACTIVATION_OUTPUT_BYTES
 
 
 def grad_accumulate_s(grad_bytes: float, accelerator: Accelerator, *, params: float = 0.0, fused: bool = True,

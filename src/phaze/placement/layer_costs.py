@@ -125,8 +125,8 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     for kind in LAYER_KINDS:
         for direction in ("fwd", "bwd"):
             g = layer_graph(model, setting, kind, direction)
-            if direction == "bwd":  # the weight gradients the backward writes (one add each when unfused)
-                weight_grads[kind] = sum(1 for op in g.ops if op.name.endswith(".wgrad"))
+            if direction == "bwd":  # the weight gradients the backward adds into the buffer (graphs marks them)
+                weight_grads[kind] = sum(1 for op in g.gemms if op.accumulate_bytes)
             if tm == "sequential":
                 cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
                 times[(kind, direction)] = gpu_layer_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,

@@ -16,7 +16,6 @@ from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
 
-
 # Revision of the designed-chip cost model that search results depend on (SearchSpec.fingerprint): 2 since the
 # weight-gradient GEMMs read and write the gradient buffer (phaze.workload.graphs.accumulating_wgrads,
 # 2026-12-02); stores written before carry none and are refused on --resume.
