@@ -64,3 +64,47 @@ def test_gpu_gemm_time_does_not_move():
     arch = get_accelerator("h100-80g").as_arrays()
     for g in (Gemm("w.wgrad", 1, 4096, 4096, 8), Gemm("fc1.wgrad", 1, 4096, 16384, 8192)):
         assert gpu_gemm_latency_s(replace(g, accumulate_bytes=4), arch)[0] == gpu_gemm_latency_s(g, arch)[0]
+
+
+def _hier(**kw):
+    """The TPUv4-like chip (on-chip hierarchy), fields replaced."""
+    return replace(get_accelerator("tpuv4-like"), **kw).as_arrays()
+
+
+def test_glb_carries_the_buffer_on_a_chip_with_the_hierarchy():
+    """The buffer passes through the GLB both ways: each output's old sums in (4 B fp32) and new sums out
+    (4 B) instead of one 2 B write; the writes are the energy model's GLB writes, and each output row's old
+    sums are one more accumulator row write."""
+    from phaze.cost.gemm_chip import gemm_chip_terms
+
+    g = Gemm("fc1.wgrad", 1, 512, 1024, 2048)
+    arch = _hier()
+    hbm = gemm_hbm_bytes(g, arch.glb_bytes, arch.tc_rows)
+    t0 = gemm_chip_terms(g, arch, np.array([8.0]), hbm)
+    acc = replace(g, accumulate_bytes=4)
+    t1 = gemm_chip_terms(acc, arch, np.array([8.0]), gemm_hbm_bytes(acc, arch.glb_bytes, arch.tc_rows))
+    assert bool(t0["streams_m"][0]) == bool(t1["streams_m"][0])
+    S, T = (512, 1024) if t1["streams_m"][0] else (1024, 512)
+    assert t1["glb_bytes"][0] - t0["glb_bytes"][0] == (4 + 4 - 2) * 512 * 1024
+    assert t1["glb_write_bytes"][0] - t0["glb_write_bytes"][0] == (4 - 2) * 512 * 1024
+    assert t1["acc_row_accesses"][0] - t0["acc_row_accesses"][0] == S * -(-T // 128)
+    e0, e1 = gemm_energy_parts_j(g, arch), gemm_energy_parts_j(acc, arch)
+    assert e1["glb"][0] > e0["glb"][0] and e1["accumulator"][0] > e0["accumulator"][0]
+
+
+def test_glb_bound_wgrad_pays_the_glb_traffic():
+    """On a chip whose GLB is the bottleneck (1 bank of 8 B), the accumulating GEMM's GLB time grows by at
+    least the 6 B per output more at the op's GLB bandwidth, and its latency with it."""
+    from phaze.cost.gemm_chip import gemm_chip_terms
+    from phaze.cost.onchip import glb_bandwidth_Bps
+
+    g = Gemm("w.wgrad", 1, 1024, 1024, 64)
+    arch = _hier(glb_banks=1, glb_bank_width_bytes=8)
+    acc = replace(g, accumulate_bytes=4)
+    cores = np.array([8.0])
+    t0 = gemm_chip_terms(g, arch, cores, gemm_hbm_bytes(g, arch.glb_bytes, arch.tc_rows))
+    t1 = gemm_chip_terms(acc, arch, cores, gemm_hbm_bytes(acc, arch.glb_bytes, arch.tc_rows))
+    assert t0["glb_s"][0] > max(t0["compute_s"][0], t0["hbm_s"][0])  # GLB-bound, as built
+    extra_s = 6 * 1024 * 1024 / glb_bandwidth_Bps(arch, "tc", cores)[0]
+    assert t1["glb_s"][0] - t0["glb_s"][0] >= extra_s * (1 - 1e-9)
+    assert gemm_latency_s(acc, arch, 8)[0] - gemm_latency_s(g, arch, 8)[0] >= extra_s * (1 - 1e-9)

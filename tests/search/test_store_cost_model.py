@@ -9,7 +9,7 @@ from test_search import spec
 
 
 def test_fingerprint_carries_the_cost_model_revision():
-    assert spec().fingerprint()["cost_model"] == CHIP_COST_MODEL_REVISION >= 2
+    assert spec().fingerprint()["cost_model"] == CHIP_COST_MODEL_REVISION >= 3
 
 
 def test_a_store_from_before_is_refused_on_resume(tmp_path):
@@ -20,3 +20,11 @@ def test_a_store_from_before_is_refused_on_resume(tmp_path):
         Store.open(path, spec().fingerprint(), True)
     assert len(str(err.value).splitlines()) == 1
     Store.open(path, old, True).close()  # the same parameters still resume
+
+
+def test_a_store_from_the_previous_revision_is_refused_on_resume(tmp_path):
+    path = tmp_path / "rev.db"
+    older = dict(spec().fingerprint(), cost_model=CHIP_COST_MODEL_REVISION - 1)
+    Store.open(path, older, False).close()
+    with pytest.raises(StoreError, match="cost_model"):
+        Store.open(path, spec().fingerprint(), True)

@@ -31,7 +31,13 @@ weights are spread over that part's row passes only).
 GLB traffic (bytes between the GLB and the core buffers; HBM fills are the HBM term's, not counted here):
 inputs ``batch * S * K * ceil(T/C)`` (each column block reads the input panel), weights
 ``batch * K * T * s * passes`` (once per row part and per pass unless the panel fits), outputs
-``batch * S * T * e`` written once, plus the K-split reduction and accumulator spills in fp32.
+``batch * S * T * e`` written once, plus the K-split reduction and accumulator spills in fp32. A GEMM that
+adds into a buffer (``Gemm.accumulate_bytes`` = a: a weight gradient into the persistent gradient buffer,
+whose HBM side is ``phaze.cost.gemm.gemm_hbm_bytes``) instead reads each output block's old sums from the
+GLB into the accumulator before its first tile and writes the new sums back: ``batch * S * T * 2a`` (the
+buffer passes through the GLB on its way to and from HBM), one more accumulator row write per output row,
+and a pass's old sums enter while the previous pass drains (the first pass's are loaded with the first
+weight tile, an end like the last pass's drain).
 
 Overlap, tile by tile (not the max of totals). A core overlaps a weight tile's GLB transfers with that
 tile's streaming only: its input rows are read while it streams, the next tile's weights are loaded into
@@ -140,7 +146,9 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     panel_fits = kt_part * R * C * e <= k["operand"]
     w_loads = np.where(panel_fits, 1.0, full + (rem > 0))
     b = float(g.batch)
-    glb = (b * e * S * g.k) * nt + (b * g.k * T * e) * s * w_loads + b * S * T * e
+    acc_in = float(g.accumulate_bytes)                               # old sums read per output (0: none)
+    out_e = acc_in if acc_in else e                                  # bytes written per output element
+    glb = (b * e * S * g.k) * nt + (b * g.k * T * e) * s * w_loads + b * S * T * (out_e + acc_in)
     glb = glb + np.where(q > 1, (2.0 * b * S * T * ACC_BYTES) * q, 0.0)
     glb = glb + np.where(spill, (2.0 * b * S * T * ACC_BYTES) * kt, 0.0)
     # what the energy model counts (all cores together): the GLB bytes written (the outputs, and half of
@@ -149,9 +157,10 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     # and a write, the first tile's read being the previous pass's drain to the GLB) and the weight rows
     # loaded into the operand buffer (k_rows per tile, once per row part and pass unless the panel fits),
     # each written once and read once into the array
-    glb_write = (b * S * T * e + np.where(q > 1, (b * S * T * ACC_BYTES) * q, 0.0)
+    glb_write = (b * S * T * out_e + np.where(q > 1, (b * S * T * ACC_BYTES) * q, 0.0)
                  + np.where(spill, (b * S * T * ACC_BYTES) * kt, 0.0))
-    acc_accesses = np.where(spill, 0.0, b * S * nt * kt)
+    # accumulating: each output row's old sums are written into the accumulator once (charged as an access)
+    acc_accesses = np.where(spill, 0.0, b * S * nt * (kt + (1.0 if acc_in else 0.0)))
     w_rows = b * nt * s * q * kt_part * w_loads * k_rows
     # GLB bytes per tile in whole bank words (module docstring, access granularity): its input rows (k_rows
     # elements each, read one per cycle straight into the array), its share of the weight tile (a block
@@ -167,14 +176,18 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     def reg(r):
         return r * in_v + w_tile + np.where(spill, 2.0 * _granular(r * c_cols * ACC_BYTES, width), 0.0)
 
+    def old_sums(r):  # a pass's old sums into the accumulator (accumulating GEMMs only), as a block
+        return _granular(r * c_cols * acc_in, width) if acc_in else 0.0
+
     acc_double = (2 * mb <= acc_rows) & ~spill
     return {"cycles": cycles, "glb": glb, "n_mb": n_mb, "n_rem": n_rem, "cyc_mb": cyc_mb, "cyc_rem": cyc_rem,
             "reg_mb": reg(mb), "reg_rem": np.where(rem > 0, reg(rem), 0.0),
             "events": np.maximum(passes - 1.0, 0.0), "drain_tiles": np.where(acc_double, kt_part, 1.0),
-            "out": (_granular(mb * c_cols * e, width)
+            "out": (_granular(mb * c_cols * out_e, width) + old_sums(mb)
                     + np.where(q > 1, 2.0 * _granular(mb * c_cols * ACC_BYTES, width), 0.0)),
-            "k_rows": k_rows, "fixed": fixed, "first_bytes": _granular(k_rows * c_cols * e, width),
-            "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * e, width),
+            "k_rows": k_rows, "fixed": fixed,
+            "first_bytes": _granular(k_rows * c_cols * e, width) + old_sums(mb),
+            "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * out_e, width),
             "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows}
 
 

@@ -17,9 +17,10 @@ from phaze.workload.traced import microbatch_choices
 
 
 # Revision of the designed-chip cost model that search results depend on (SearchSpec.fingerprint): 2 since the
-# weight-gradient GEMMs read and write the gradient buffer (phaze.workload.graphs.accumulating_wgrads,
-# 2026-12-02); stores written before carry none and are refused on --resume.
-CHIP_COST_MODEL_REVISION = 2
+# weight-gradient GEMMs read and write the gradient buffer in HBM (phaze.workload.graphs.accumulating_wgrads,
+# 2026-12-02), 3 since that buffer also crosses the GLB both ways (phaze.cost.gemm_chip, 2026-12-02); stores
+# written before carry an older revision (or none) and are refused on --resume.
+CHIP_COST_MODEL_REVISION = 3
 
 
 @dataclass(frozen=True)
