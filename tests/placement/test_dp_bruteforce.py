@@ -15,6 +15,8 @@ from phaze.placement.optimizer import best_plans_from_costs
 from phaze.workload.config import TrainSetting
 
 pos = st_.floats(min_value=0.01, max_value=10.0)
+# vector-lane rates of the optimizer step: unbound, HBM-bound (1e12 B/s HBM), lane-bound by up to ~0.1 s
+LANES = (math.inf, 1e12, 1e9)
 
 
 @st_.composite
@@ -35,14 +37,15 @@ def layer_costs(draw, mbs=1, tp=1, recompute="none"):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(c=layer_costs(), L=st_.integers(1, 6), p=st_.integers(1, 8), m=st_.integers(1, 6), d=st_.integers(1, 3),
-       cap=st_.floats(1e7, 5e8), zero1=st_.booleans(), overlap=st_.booleans())
-def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap):
+       cap=st_.floats(1e7, 5e8), zero1=st_.booleans(), overlap=st_.booleans(), lanes=st_.sampled_from(LANES))
+def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap, lanes):
     if p > L + 2:
         return
     cluster = two_tier_cluster(n=64, fast=2)
     topo = st.Topology.of(cluster, 1, d, p)
-    dev = DeviceSpec(cap, 1e12, 1e15)
-    sol = MixedPartitionProblem({"none": c}, L, p, m, topo, cap, zero1, overlap, dev.hbm_Bps).solve()
+    dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)
+    sol = MixedPartitionProblem({"none": c}, L, p, m, topo, cap, zero1, overlap, dev.hbm_Bps,
+                                lane_ops_per_s=dev.lane_ops_per_s).solve()
     best, B = math.inf, m * d
     for bl in compositions(L, p):
         plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1)
@@ -62,8 +65,8 @@ def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap):
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 4), B=st_.sampled_from([2, 4, 6, 8]), devices=st_.integers(1, 12),
-       cap=st_.floats(2e7, 5e8), overlap=st_.booleans())
-def test_search_equals_brute_force_over_all_plans(data, L, B, devices, cap, overlap):
+       cap=st_.floats(2e7, 5e8), overlap=st_.booleans(), lanes=st_.sampled_from(LANES))
+def test_search_equals_brute_force_over_all_plans(data, L, B, devices, cap, overlap, lanes):
     costs = {}
     for mbs in (1, 2):
         for tp in (1, 2):
@@ -71,7 +74,7 @@ def test_search_equals_brute_force_over_all_plans(data, L, B, devices, cap, over
                 c = data.draw(layer_costs(mbs=mbs, tp=tp, recompute=rc))
                 costs[c.setting] = c
     cluster = two_tier_cluster(n=16, fast=4)
-    dev = DeviceSpec(cap, 1e12, 1e15)
+    dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)
     cands, stats, reason = best_plans_from_costs(costs, L, cluster, B, dev, devices=devices,
                                                  interleave_values=(1, 2), zero1=(False, True),
                                                  overlap_dp=overlap, top_k=3)

@@ -81,15 +81,17 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 5), p=st_.integers(1, 4), m=st_.integers(1, 6), d=st_.integers(1, 3),
        tight=st_.booleans(), zero1=st_.booleans(), overlap=st_.booleans(),
-       modes=st_.sampled_from([("none", "full"), ("none", "selective", "full"), ("selective", "full")]))
-def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, modes):
+       modes=st_.sampled_from([("none", "full"), ("none", "selective", "full"), ("selective", "full")]),
+       lanes=st_.sampled_from((math.inf, 1e9)))
+def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, modes, lanes):
     if p > L + 2 or (len(modes) == 3 and p == 4 and L > 4):
         return
     costs = data.draw(costs_by_mode(modes))
     cap = _tight_capacity(data, costs, L, p, m) if tight else data.draw(st_.floats(2e7, 4e8))
     cluster = two_tier_cluster(n=64, fast=2)
-    dev = DeviceSpec(cap, 1e12, 1e15)
-    prob = MixedPartitionProblem(costs, L, p, m, st.Topology.of(cluster, 1, d, p), cap, zero1, overlap, dev.hbm_Bps)
+    dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)  # 1e9: the optimizer step lane-bound
+    prob = MixedPartitionProblem(costs, L, p, m, st.Topology.of(cluster, 1, d, p), cap, zero1, overlap, dev.hbm_Bps,
+                                 lane_ops_per_s=dev.lane_ops_per_s)
     sol = prob.solve()
     best, best_uniform = _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
     event("infeasible" if math.isinf(best) else

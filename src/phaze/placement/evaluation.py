@@ -37,6 +37,7 @@ class DeviceSpec:
     hbm_Bps: float  # achievable HBM bandwidth (optimizer step)
     peak_matrix_flops: float  # for MFU
     memory_reserve_bytes: float = 0.0
+    lane_ops_per_s: float = float("inf")  # vector-lane operations per second (optimizer step; inf: not bound)
 
     @classmethod
     def of(cls, acc: Accelerator, memory_reserve_bytes: float = 0.0) -> "DeviceSpec":
@@ -44,7 +45,13 @@ class DeviceSpec:
             raise ConfigError(f"memory reserve {memory_reserve_bytes / GiB:g} GiB must be >= 0 and below the "
                               f"{acc.hbm_bytes / GiB:.1f} GiB of {acc.name}")
         return cls(float(acc.hbm_bytes - memory_reserve_bytes), float(acc.hbm_bandwidth_Bps * acc.memory_efficiency),
-                   float(acc.peak_matrix_flops), float(memory_reserve_bytes))
+                   float(acc.peak_matrix_flops), float(memory_reserve_bytes), lane_ops_per_s(acc))
+
+
+def lane_ops_per_s(acc: Accelerator) -> float:
+    """The chip's vector-lane operations per second: every lane of every vector core, one op per cycle at
+    the vector efficiency (``phaze.cost.vector``'s rate)."""
+    return float(acc.num_vc * acc.vc_width * acc.freq_hz * acc.vector_efficiency)
 
 
 def check_batch(plan: Plan, global_batch: int) -> None:
@@ -123,7 +130,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         gather = float(st.param_gather_s(sums.weight_bytes, topo, plan.zero1))
         exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d, gather, sums.fwd_s,
                                            st.sync_interference(c, topo, device.hbm_Bps)))
-        opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps))
+        opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps, device.lane_ops_per_s))
         t_i = sums.fwd_s + sums.bwd_s + sends
         T.append(t_i)
         R.append(exposed + opt)

@@ -240,7 +240,8 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     if k.mixed:
         counts.mixed_solved += 1
         counts.covered += math.comb(L + 1, p - 1) * len(c) ** p
-        msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, shared.rows).solve(cutoff_s)
+        msol = MixedPartitionProblem(c, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps, shared.rows,
+                                     device.lane_ops_per_s).solve(cutoff_s)
         if msol is None or msol.uniform:
             return None
         kw["recompute"] = msol.recompute
@@ -249,7 +250,7 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     if v == 1:
         counts.covered += math.comb(L + 1, p - 1) if p >= 2 else 1
         sol = MixedPartitionProblem({s.recompute: c}, L, p, m, topo, cap, z, overlap_dp, device.hbm_Bps,
-                                    shared.rows).solve()
+                                    shared.rows, device.lane_ops_per_s).solve()
         if sol is None:
             return None
         return Candidate(sol.objective_s, plan_from_blocks(sol.blocks, **kw), c)

@@ -2,12 +2,13 @@
 
 Energy per device per iteration = (microbatches per replica) x (energy of every layer the pipeline holds,
 forward + backward with its stage's recompute mode) / p: the pipeline's p devices share that work, each
-layer graph being one tensor-parallel rank's share already. Op energies: ``phaze.cost.energy``. The
-optimizer step and gradient all-reduce are not in it (HBM traffic of the update: small against the
-iteration's). Average power = that energy / iteration time + the SRAMs' leakage.
+layer graph being one tensor-parallel rank's share already. Op energies: ``phaze.cost.energy``. Plus the
+optimizer step (``optimizer_energy_j``: its HBM bytes, each through the GLB, and its vector-lane operations).
+The gradient all-reduce is not in it (off-chip links are not chip power, as for every collective). Average
+power = that energy / iteration time + the SRAMs' leakage.
 
 What bounds the time: the iteration splits into the pipeline bubble, exposed network time (p2p sends,
-the exposed data-parallel all-reduce), the optimizer step (HBM-bound), and the steady part, which is
+the exposed data-parallel all-reduce), the optimizer step (HBM- or lane-bound), and the steady part, which is
 divided between compute, GLB and HBM (and the tensor-parallel network) in proportion to the seconds of
 the layers' ops each of those terms bounds (``graph_time_by_bound``; ops overlap in the schedule, so this
 is a share, not a timeline).
@@ -28,6 +29,31 @@ def _graphs(model: ModelConfig, plan, mode: str):
 
     s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode)
     return {(k, d): layer_graph(model, s, k, d) for k in ("embedding", "block", "head") for d in ("fwd", "bwd")}
+
+
+def optimizer_energy_j(accelerator: Accelerator, ev: Evaluation) -> tuple[float, float]:
+    """(energy, GLB bytes) per device of one optimizer step, averaged over the pipeline's stages as the
+    layers' are: each
+    stage's ``stage.optimizer_traffic_bytes`` at the HBM energy plus a GLB write and a read (the bytes reach
+    the vector cores through the GLB), and its ``stage.optimizer_lane_ops`` at the lane energy; a 1/d shard
+    of both with ZeRO-1 (the evaluation's optimizer bytes are already that shard). Chips with the
+    hierarchy only."""
+    from types import SimpleNamespace
+
+    from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, energy_parts
+    from phaze.placement import stage as st
+
+    p = energy_parts(accelerator.as_arrays())
+    per_byte = HBM_J_PER_BYTE + float(p["glb_write_J_per_B"][0]) + float(p["glb_read_J_per_B"][0])
+    shard = ev.plan.grad_sync_ranks if ev.plan.zero1 else 1
+    total, moved = 0.0, 0.0
+    for s in ev.stages:
+        state = s.optimizer_bytes * shard  # the whole stage's optimizer state
+        traffic = float(st.optimizer_traffic_bytes(s.grad_bytes, state, s.weight_bytes, s.params))
+        ops = float(st.optimizer_lane_ops(SimpleNamespace(optimizer_bytes=state, params=s.params)))
+        total += (traffic * per_byte + ops * LANE_OP_J) / shard
+        moved += 2.0 * traffic / shard
+    return total / len(ev.stages), moved / len(ev.stages)
 
 
 def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tier=None) -> dict:
@@ -61,6 +87,11 @@ def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tie
                     by[k] += cnt * t[(kind, d)][k]
     energy *= plan.num_microbatches / plan.pp
     glb_bytes *= plan.num_microbatches / plan.pp
+    hier = accelerator.has_hierarchy
+    if hier:
+        opt_j, opt_glb_bytes = optimizer_energy_j(accelerator, ev)
+        energy += opt_j
+        glb_bytes += opt_glb_bytes
     busy = sum(by.values())
     p2p = min(ev.p2p_s, ev.steady_s)  # the pipeline's sends are inside its stage times
     steady = ev.steady_s - p2p
@@ -68,7 +99,6 @@ def plan_power(model: ModelConfig, accelerator: Accelerator, ev: Evaluation, tie
     time_by["network"] += p2p + ev.dp_allreduce_s
     time_by["bubble"] = ev.bubble_s
     time_by["optimizer"] = ev.optimizer_step_s
-    hier = accelerator.has_hierarchy
     power = energy / ev.iteration_time_s + float(sram_leakage_w(arch)[0]) if hier and ev.iteration_time_s > 0 else None
     glb_demand = glb_bytes / ev.iteration_time_s if hier and ev.iteration_time_s > 0 else None
     return {"power_w": power, "energy_j": energy if hier else None, "glb_demand_Bps": glb_demand,

@@ -196,11 +196,31 @@ def optimizer_traffic_bytes(grad_bytes, optimizer_bytes, weight_bytes, params):
     return 5.0 * grad_bytes + 2.0 * optimizer_bytes + weight_bytes + master
 
 
-def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float):
-    """Memory-bound optimizer step over the stage's parameters (``optimizer_traffic_bytes``; /d with
-    ZeRO-1) at the achievable HBM bandwidth."""
+# Vector-lane operations per parameter of one optimizer step (the passes ``optimizer_traffic_bytes`` counts,
+# a multiply and an add counted as two, as ``phaze.workload.vector_kinds`` does): zeroing the main grads 0;
+# unscale 1 + inf/nan check 1; grad-norm square + accumulate 2 + the clip's scale 1; AdamW (Loshchilov & Hutter,
+# ICLR 2019, Algorithm 2): m = b1 m + (1 - b1) g 3, v = b2 v + (1 - b2) g^2 4, bias corrections 2, sqrt 4
+# (a transcendental, as vector_kinds prices rsqrt) + eps 1, divide 1, weight decay 2, the lr step 2 -> 19; the
+# copy into the 16-bit weight 1. Adam 2 + 3 + 19 + 1 = 25; SGD (no state) 2 + 3 + the lr step 2 = 7.
+OPTIMIZER_LANE_OPS_PER_PARAM = {"adam": 25, "sgd": 7}
+
+
+def optimizer_lane_ops(s: StageSums):
+    """Vector-lane operations of one optimizer step over the stage's parameters (Adam where it keeps
+    optimizer state, else SGD: ``OPTIMIZER_LANE_OPS_PER_PARAM``)."""
+    per = np.where(np.asarray(s.optimizer_bytes) > 0, OPTIMIZER_LANE_OPS_PER_PARAM["adam"],
+                   OPTIMIZER_LANE_OPS_PER_PARAM["sgd"])
+    return per * np.asarray(s.params, dtype=float)
+
+
+def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float, lane_ops_per_s: float = np.inf):
+    """Optimizer step over the stage's parameters (/d with ZeRO-1): the slower of its HBM traffic
+    (``optimizer_traffic_bytes``) at the achievable HBM bandwidth and its lane operations
+    (``optimizer_lane_ops``) on the chip's vector lanes (``DeviceSpec.lane_ops_per_s``; the step runs alone,
+    so it has all of both). A GPU's lanes outrun its HBM ~100x on this step; a designed chip with few lanes
+    does not (the TPUv4-like chip's 256 lanes are 2x slower than its HBM here)."""
     traffic = optimizer_traffic_bytes(s.grad_bytes, s.optimizer_bytes, s.weight_bytes, s.params)
-    out = traffic / (dp if zero1 else 1) / hbm_Bps
+    out = np.maximum(traffic / hbm_Bps, optimizer_lane_ops(s) / lane_ops_per_s) / (dp if zero1 else 1)
     return float(out) if np.ndim(out) == 0 else out
 
 

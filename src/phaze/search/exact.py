@@ -17,6 +17,7 @@ import numpy as np
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import DeviceSpec, best_plan_from_costs, evaluate_costs
+from phaze.placement.evaluation import lane_ops_per_s
 from phaze.placement.layer_costs import LayerCosts, model_forward_flops_per_sequence
 from phaze.schedule import ScheduleCache, build_problem, solve_cached
 from phaze.search.bounds import SLOTS, with_times
@@ -82,8 +83,7 @@ class ChipResult:
 
 
 def _device(acc: Accelerator, gib: int) -> DeviceSpec:
-    return DeviceSpec(float(gib * GiB), float(acc.hbm_bandwidth_Bps * acc.memory_efficiency),
-                      float(acc.peak_matrix_flops))
+    return replace(DeviceSpec.of(acc), hbm_bytes=float(gib * GiB))
 
 
 _DP_MEMO: dict = {}  # per worker: chips with identical layer times share one plan optimization
@@ -96,6 +96,7 @@ DP_MEMO_MAX_ENTRIES = 200_000
 def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float = math.inf):
     key = (mt.model, gib, cutoff_s, task.cluster, task.global_batch, task.devices,
            float(task.accelerator.hbm_bandwidth_Bps * task.accelerator.memory_efficiency),
+           lane_ops_per_s(task.accelerator),
            tuple((c.setting, c.embedding.fwd_s, c.embedding.bwd_s, c.block.fwd_s, c.block.bwd_s, c.head.fwd_s,
                   c.head.bwd_s) for c in costs.values()))
     if key not in _DP_MEMO:
