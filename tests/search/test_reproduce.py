@@ -21,8 +21,8 @@ def tiny_run(tmp_path_factory):
 
 def test_rows_cover_every_chip_and_plan(tiny_run):
     kinds = [(r.role, r.plan_kind) for r in tiny_run.rows]
-    assert kinds == [("phaze", "best"), ("tpuv4-like", "best"), ("tpuv4-like", "paper"), ("spotlight", "best"),
-                     ("spotlight", "paper")]
+    assert kinds == [("phaze", "best"), ("tpuv4-like", "best"), ("tpuv4-like", "best-hbm"), ("tpuv4-like", "paper"),
+                     ("spotlight", "best"), ("spotlight", "paper")]
     assert {r.role for r in tiny_run.rows} == set(ROLES)
     by = {(r.role, r.plan_kind): r for r in tiny_run.rows}
     ref = by[("tpuv4-like", "best")].throughput_seq_per_s
@@ -41,6 +41,25 @@ def test_cosearch_winner_is_at_least_the_spotlight_chip(tiny_run):
     by = {(r.role, r.plan_kind): r for r in tiny_run.rows}
     assert by[("spotlight", "best")].throughput_seq_per_s > 0
     assert by[("phaze", "best")].throughput_seq_per_s >= by[("spotlight", "best")].throughput_seq_per_s * (1 - 1e-9)
+
+
+def test_tpuv4_like_at_its_best_hbm(tiny_run):
+    """The reference chip's best plan over the same HBM sweep the co-search has: never below it at its own
+    HBM, and equal to the best of its plans at each size (found here by another path: chip_plans per size)."""
+    from phaze.hardware.presets import get_cluster
+    from phaze.search.reproduce import chip_plans, paper_spec
+
+    by = {(r.role, r.plan_kind): r for r in tiny_run.rows}
+    at_own, swept = by[("tpuv4-like", "best")], by[("tpuv4-like", "best-hbm")]
+    assert swept.throughput_seq_per_s >= at_own.throughput_seq_per_s * (1 - 1e-12)
+    spec = paper_spec(TINY, **SETTING)
+    cluster = get_cluster(spec.cluster, spec.devices)
+    sizes = sorted({*spec.hbm_gib, int(spec.space.reference.hbm_bytes // 2**30)})
+    each = [chip_plans(TINY, spec.space.reference, spec, cluster, (g,), paper_plan=False)[0] for g in sizes]
+    best = max(each, key=lambda d: d["throughput_seq_per_s"])
+    assert swept.throughput_seq_per_s == pytest.approx(best["throughput_seq_per_s"], rel=1e-12)
+    assert swept.hbm_gib == min(d["hbm_gib"] for d in each
+                                if d["throughput_seq_per_s"] == best["throughput_seq_per_s"])
 
 
 def test_resume_takes_finished_models_from_the_store(tiny_run):
@@ -67,13 +86,13 @@ def test_cli_writes_markdown_csv_json_and_html(tmp_path, cli, monkeypatch):
     assert code == 0, err
     assert "spotlight (best plan)" in out and "written: out.md, out.csv, out.json, out.html" in out
     data = json.loads((tmp_path / "out.json").read_text())
-    assert len(data["rows"]) == 5 and all(all(f in r for f in FIELDS) for r in data["rows"])
-    assert [r["model"] for r in data["rows"]] == ["tiny"] * 5
+    assert len(data["rows"]) == 6 and all(all(f in r for f in FIELDS) for r in data["rows"])
+    assert [r["model"] for r in data["rows"]] == ["tiny"] * 6
     with open(tmp_path / "out.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     assert [float(r["throughput_seq_per_s"]) for r in rows] == [r["throughput_seq_per_s"] for r in data["rows"]]
     md = (tmp_path / "out.md").read_text()
-    assert md.count("\n| tiny |") == 5
+    assert md.count("\n| tiny |") == 6
     assert "spotlight" in (tmp_path / "out.html").read_text()
     # the JSON feeds `phaze report --reproduce`
     code, out, err = cli("report", "--reproduce", "out.json", "--html", "again.html")

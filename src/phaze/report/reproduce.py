@@ -27,12 +27,16 @@ def _fmt(v, digits: int = 4) -> str:
     return str(v)
 
 
+# how the table names each plan kind of ``phaze.search.reproduce.ReproduceRow``
+KIND_LABELS = {"best": "best plan", "paper": "paper plan", "best-hbm": "best plan, best HBM"}
+
+
 def display_rows(rows) -> list[list[str]]:
     """Rows as the table shows them: model, chip role and plan kind, seq/s, ratio, area, power, HBM, chip,
     plan, search time, evaluated."""
     out = []
     for r in rows:
-        out.append([r.model, f"{r.role} ({r.plan_kind} plan)", f"{r.throughput_seq_per_s:,.2f}",
+        out.append([r.model, f"{r.role} ({KIND_LABELS.get(r.plan_kind, r.plan_kind)})", f"{r.throughput_seq_per_s:,.2f}",
                     f"{r.ratio_to_tpuv4_like:.2f}x", f"{r.area_mm2:.1f}", _fmt(r.power_w, 3),
                     _fmt(r.hbm_gib), r.chip, r.plan, _fmt(r.bound_by),
                     "-" if r.search_wall_s is None else f"{r.search_wall_s:.1f} s", _fmt(r.evaluated)])

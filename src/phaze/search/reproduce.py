@@ -1,6 +1,7 @@
 """The paper's comparison in one run: for each model, in the paper's setting, the co-search winner, the
-TPUv4-like chip (its best plan and the paper's fixed plan) and the Spotlight-style chip (its best plan and
-the paper's fixed plan).
+TPUv4-like chip (its best plan and the paper's fixed plan at its own 32 GiB, and its best plan at the HBM size
+of the sweep that serves it best, so a winner's gain from more HBM is not read as the architecture's) and the
+Spotlight-style chip (its best plan and the paper's fixed plan).
 
 One SQLite store holds everything: each model's co-search in its own namespace (``Store.open``), and each
 finished model's rows under the "reproduce" namespace, so a killed run resumes where it stopped and a
@@ -28,6 +29,7 @@ from phaze.units import GiB, MiB
 
 PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
 ROLES = ("phaze", "tpuv4-like", "spotlight")
+ROWS_REVISION = 2  # what one model's rows are (``run_reproduce``'s store fingerprint)
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,8 @@ class ReproduceRow:
 
     model: str
     role: str  # phaze | tpuv4-like | spotlight
-    plan_kind: str  # best | paper
+    plan_kind: str  # best | paper | best-hbm (the TPUv4-like chip's best plan at the HBM size, of the sweep's
+    #                                     and its own, that serves it best)
     throughput_seq_per_s: float  # 0 when no plan fits
     ratio_to_tpuv4_like: float  # throughput / the TPUv4-like chip's under its best plan
     area_mm2: float
@@ -99,10 +102,11 @@ def paper_spec(model, **overrides) -> SearchSpec:
 
 
 def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_gib: tuple[int, ...],
-               cache: ScheduleCache | None = None) -> tuple[dict, dict]:
+               cache: ScheduleCache | None = None, *, paper_plan: bool = True) -> tuple[dict, dict]:
     """A fixed chip's best plan (the co-search's plan space, exact) and the paper's fixed plan, each at the
     HBM size of ``hbm_gib`` that serves it best (ties: the smaller HBM). Returns two dicts with
-    throughput_seq_per_s (0: nothing fits), iteration_time_s, plan, hbm_gib."""
+    throughput_seq_per_s (0: nothing fits), iteration_time_s, plan, hbm_gib (``paper_plan`` False: the
+    paper's plan is not evaluated and its dict says so)."""
     from phaze.placement import optimize
     from phaze.placement.baseline_plans import paper_baseline
 
@@ -124,6 +128,9 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
                 best_ev = (acc, res.best)
         except InfeasibleError as err:
             reasons.append(str(err))
+        if not paper_plan:
+            paper["plan"] = "not evaluated"
+            continue
         b = paper_baseline(model, acc, cluster, spec.global_batch, schedule_cache=cache)
         if b.fits and b.evaluation.throughput_seq_per_s > paper["throughput_seq_per_s"]:
             paper.update(throughput_seq_per_s=b.evaluation.throughput_seq_per_s,
@@ -179,6 +186,13 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.get("power_w"),
                              tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
                              None, None, None, None, ref.get("bound_by"), area_split(tpu)))
+    sizes = tuple(sorted({*spec.hbm_gib, int(tpu_gib)}))  # the co-search's sweep and its own size
+    prog.note(f"{model.name}: the TPUv4-like chip's best plan at HBM {'/'.join(map(str, sizes))} GiB")
+    swept, _ = chip_plans(model, tpu, spec, cluster, sizes, ScheduleCache(), paper_plan=False)
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "best-hbm", swept["throughput_seq_per_s"],
+                             ratio(swept["throughput_seq_per_s"]), tpu_area, swept["power_w"], swept["hbm_gib"],
+                             chip_text(tpu), swept["plan"], swept["iteration_time_s"], None, None, None, None,
+                             swept["bound_by"], area_split(tpu)))
     pt = ref["paper_seq_per_s"]
     pp = _paper_power(model, tpu, spec, cluster) if pt > 0 else {"power_w": None, "bound": None}
     rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, pp["power_w"], tpu_gib,
@@ -232,7 +246,9 @@ def run_reproduce(models, store_path: str = "phaze-reproduce.db", *, resume: boo
     for s in specs:
         s.settings(s.models[0])  # an impossible setting fails here, before any work
     setting = {k: v for k, v in specs[0].fingerprint().items() if k != "models"}
-    fp = {"setting": setting, "seed": seed, "samples": samples}
+    # rows: the row set's revision (2: the TPUv4-like chip's best plan at its best HBM size); a store with
+    # other rows is refused on --resume rather than mixing row sets
+    fp = {"setting": setting, "seed": seed, "samples": samples, "rows": ROWS_REVISION}
     prog = Progress(quiet, prefix="phaze reproduce")
     rows, walls, resumed, cpus, counts = [], {}, [], {}, {}
     executor = None
