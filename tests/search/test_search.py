@@ -198,3 +198,42 @@ def test_objective_and_tdp_pruned_equal_brute_force(pruned_and_brute, tmp_path):
     assert a.best["score"] == pytest.approx(tput / ref / (a.best["peak_power_w"] / ref_peak), rel=1e-9)
     # the brute-force throughput run (no TDP) has a best chip at least as fast
     assert b.best["outcomes"][0]["throughput_seq_per_s"] >= tput * (1 - 1e-12)
+
+
+def test_reference_at_the_winners_hbm(pruned_and_brute):
+    """A winner with another HBM size than the TPUv4-like reference is also compared with the reference given the
+    same HBM (HBM is outside the area budget: the co-search sweeps it for free)."""
+    from dataclasses import replace
+
+    from phaze.errors import InfeasibleError
+    from phaze.placement import optimize
+    from phaze.units import GiB
+
+    a, _, _ = pruned_and_brute
+    s = spec()
+    own = s.space.reference.hbm_bytes / GiB
+    assert a.best["hbm_gib"] != own  # the tiny sweep (1, 2 GiB) never contains the reference's own size
+    at = a.references[0]["at_best_hbm"]
+    assert at["hbm_gib"] == a.best["hbm_gib"]
+    # the same plan space by another path: optimize on the reference chip with that HBM
+    cluster = get_cluster(s.cluster, s.devices)
+    chip = replace(s.space.reference, hbm_bytes=int(at["hbm_gib"] * GiB))
+    try:
+        want = optimize(s.models[0], chip, cluster, s.global_batch, devices=s.devices,
+                        microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
+                        interleave_values=(1,), sequence_parallel=(False,), top_k=0, baselines=False,
+                        per_stage_recompute=False, zero1=False).best.throughput_seq_per_s
+    except InfeasibleError:  # nothing fits at that size
+        want = 0.0
+    assert at["best_seq_per_s"] == pytest.approx(want, rel=1e-12)
+
+
+def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
+    from phaze.search.run import reference_at_hbm, references
+    from phaze.units import GiB
+
+    s = spec()
+    cluster = get_cluster(s.cluster, s.devices)
+    refs = references(s, cluster)
+    assert reference_at_hbm(s, cluster, refs, s.space.reference.hbm_bytes / GiB) is refs
+    assert all("at_best_hbm" not in r for r in refs)

@@ -79,6 +79,7 @@ def test_search_tables_and_plots(capsys, files):
     assert code == 0, err
     assert "Pareto front of score against area (exact over the whole space" in out
     assert "TPUv4-like, paper's plan" in out
+    assert "TPUv4-like, winner's HBM" in out  # the tiny winner's 1-2 GiB, not the reference's own
     for name in ("pareto.png", "winner_vs_tpuv4.png"):
         png = files / "plots" / name
         assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"

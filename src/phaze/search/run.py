@@ -30,18 +30,51 @@ class SearchResult:
     spec: dict
     counts: dict  # candidates, exact, bounded, pruned, infeasible, schedules_solved, schedules_not_optimal
     best: dict | None
-    references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan
+    references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan (and, where
+    #                         the best chip has another HBM size, "at_best_hbm": its best plan at that size)
     pareto: list[dict]  # (area, score) front: exact with spec.pareto, else among exactly evaluated candidates
     wall_time_s: float
     per_model: list[dict] = ()  # with several models: each model's own best chip (score = its normalized
     #                             throughput), found by the same exact search on that model alone
 
 
+def _reference_plan(model, chip, spec: SearchSpec, cluster):
+    """The reference chip's best plan in the co-search's plan space (v = 1, no sequence parallelism, no ZeRO-1,
+    one recompute mode per plan)."""
+    from phaze.placement import optimize
+
+    return optimize(model, chip, cluster, spec.global_batch, devices=spec.devices,
+                    microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
+                    tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
+                    baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                    zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
+
+
+def reference_at_hbm(spec: SearchSpec, cluster, refs: list[dict], hbm_gib: float) -> list[dict]:
+    """``refs`` with, per model, the reference chip's best plan at ``hbm_gib`` (``at_best_hbm``: hbm_gib,
+    best_seq_per_s, best_plan; 0 and the reason when nothing fits) where that is not its own HBM size: the
+    co-search sweeps HBM sizes outside the area budget, so a winner with more HBM than the reference is
+    also compared with the reference given the same."""
+    chip = spec.space.reference
+    if float(hbm_gib) == chip.hbm_bytes / GiB:
+        return refs
+    bigger = replace(chip, hbm_bytes=int(hbm_gib * GiB))
+    out = []
+    for m, ref in zip(spec.models, refs):
+        try:
+            res = _reference_plan(m, bigger, spec, cluster)
+            at = {"hbm_gib": hbm_gib, "best_seq_per_s": res.best.throughput_seq_per_s,
+                  "best_plan": res.best.plan.describe()}
+        except InfeasibleError as err:
+            at = {"hbm_gib": hbm_gib, "best_seq_per_s": 0.0, "best_plan": f"none fits: {err}"}
+        out.append(dict(ref, at_best_hbm=at))
+    return out
+
+
 def references(spec: SearchSpec, cluster) -> list[dict]:
     """TPUv4-like chip (its own 32 GiB HBM) under its best plan and under the paper's fixed plan. Its best
     plan comes from the same plan space as every candidate's (v = 1, no sequence parallelism, no ZeRO-1,
     one recompute mode per plan), so the scores compare like with like."""
-    from phaze.placement import optimize
     from phaze.placement.baseline_plans import paper_baseline
     from phaze.hardware.area import area_mm2
 
@@ -52,11 +85,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
         ref = {"model": m.name, "area_mm2": float(area_mm2(chip)), "hbm_gib": chip.hbm_bytes / GiB,
                "chip_name": chip.name, **chip_facts(chip)}
         try:
-            res = optimize(m, chip, cluster, spec.global_batch, devices=spec.devices,
-                           microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
-                           tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,),
-                           top_k=0, baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                           zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
+            res = _reference_plan(m, chip, spec, cluster)
             ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
                        best_mfu=res.best.mfu)
             from phaze.placement.power import plan_power
@@ -212,6 +241,12 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         rows = store.rows(status="exact")
         front = pareto_front(rows)
         if rows:
+            g = rows[0]["hbm_gib"]
+            if g != spec.space.reference.hbm_bytes / GiB and any(
+                    (r.get("at_best_hbm") or {}).get("hbm_gib") != g for r in refs):
+                prog.note(f"the TPUv4-like reference at the best chip's HBM ({g} GiB)")
+                refs = reference_at_hbm(spec, cluster, refs, g)
+                store.put_meta("references", refs)
             prog.note("explaining the answer: power and what bounds each reported chip's time")
             rows[0] = _explain(rows[0], spec, cands, cluster)
             front = [rows[0] if r["chip"] == rows[0]["chip"] and r["hbm_gib"] == rows[0]["hbm_gib"]
