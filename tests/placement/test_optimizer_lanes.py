@@ -52,8 +52,9 @@ def test_gpu_optimizer_stays_hbm_bound_and_tpuv4_like_becomes_lane_bound():
 
 
 def test_optimizer_energy_hand_computed():
-    """plan_power adds each device's optimizer step: HBM bytes at the HBM energy plus a GLB write and read
-    each, lane ops at the lane energy, a 1/d shard with ZeRO-1, averaged over the stages."""
+    """plan_power adds each device's optimizer step: its bytes priced as a vector op's (HBM, a GLB write and
+    read, the network, the vector-core buffer), lane ops at the lane energy, a 1/d shard with ZeRO-1,
+    averaged over the stages."""
     from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, energy_parts
     from phaze.hardware.presets import get_cluster
     from phaze.placement.evaluation import evaluate
@@ -64,7 +65,8 @@ def test_optimizer_energy_hand_computed():
     acc = get_accelerator("tpuv4-like")
     model = get_model("gpt2-xl")
     parts = energy_parts(acc.as_arrays())
-    per_byte = HBM_J_PER_BYTE + float(parts["glb_write_J_per_B"][0]) + float(parts["glb_read_J_per_B"][0])
+    per_byte = HBM_J_PER_BYTE + float(parts["glb_write_J_per_B"][0] + parts["glb_read_J_per_B"][0]
+                                      + parts["noc_J_per_B"][0] + parts["vc_J_per_B"][0])
     for zero1 in (False, True):
         plan = Plan.balanced(model.num_layers, 2, 1, 4, 1, 2, zero1=zero1)
         ev = evaluate(plan, model, acc, get_cluster("dgx-a100", 8), 8)

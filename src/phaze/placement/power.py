@@ -33,18 +33,18 @@ def _graphs(model: ModelConfig, plan, mode: str):
 
 def optimizer_energy_j(accelerator: Accelerator, ev: Evaluation) -> tuple[float, float]:
     """(energy, GLB bytes) per device of one optimizer step, averaged over the pipeline's stages as the
-    layers' are: each
-    stage's ``stage.optimizer_traffic_bytes`` at the HBM energy plus a GLB write and a read (the bytes reach
-    the vector cores through the GLB), and its ``stage.optimizer_lane_ops`` at the lane energy; a 1/d shard
-    of both with ZeRO-1 (the evaluation's optimizer bytes are already that shard). Chips with the
-    hierarchy only."""
+    layers' are. Each stage's ``stage.optimizer_traffic_bytes`` are priced as a vector op's that is not
+    resident (``phaze.cost.energy``): HBM and a GLB write (the fill), a GLB read, the network and the
+    vector-core buffer; its ``stage.optimizer_lane_ops`` at the lane energy; a 1/d shard of both with ZeRO-1
+    (the evaluation's optimizer bytes are already that shard). Chips with the hierarchy only."""
     from types import SimpleNamespace
 
     from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, energy_parts
     from phaze.placement import stage as st
 
     p = energy_parts(accelerator.as_arrays())
-    per_byte = HBM_J_PER_BYTE + float(p["glb_write_J_per_B"][0]) + float(p["glb_read_J_per_B"][0])
+    per_byte = HBM_J_PER_BYTE + sum(float(p[k][0]) for k in ("glb_write_J_per_B", "glb_read_J_per_B",
+                                                              "noc_J_per_B", "vc_J_per_B"))
     shard = ev.plan.grad_sync_ranks if ev.plan.zero1 else 1
     total, moved = 0.0, 0.0
     for s in ev.stages:
