@@ -66,7 +66,8 @@ def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: i
         tied = st.tied_static_bytes(c, 1.0 / topo.dp if zero1 else 1.0) if (e and h) else 0.0
         base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
         parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
-                 np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps, lane_ops_per_s), float), np.asarray(base, float),
+                 np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps, lane_ops_per_s), float),
+                 np.asarray(base, float),
                  np.asarray(s.activation_bytes, float) * np.ones(L + 1), np.asarray(s.params, float) * np.ones(L + 1),
                  np.asarray(st.param_gather_s(s.weight_bytes, topo, zero1), float) * np.ones(L + 1),
                  np.asarray(s.fwd_s, float) * np.ones(L + 1))

@@ -37,8 +37,6 @@ def optimizer_energy_j(accelerator: Accelerator, ev: Evaluation) -> tuple[float,
     resident (``phaze.cost.energy``): HBM and a GLB write (the fill), a GLB read, the network and the
     vector-core buffer; its ``stage.optimizer_lane_ops`` at the lane energy; a 1/d shard of both with ZeRO-1
     (the evaluation's optimizer bytes are already that shard). Chips with the hierarchy only."""
-    from types import SimpleNamespace
-
     from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, energy_parts
     from phaze.placement import stage as st
 
@@ -50,7 +48,7 @@ def optimizer_energy_j(accelerator: Accelerator, ev: Evaluation) -> tuple[float,
     for s in ev.stages:
         state = s.optimizer_bytes * shard  # the whole stage's optimizer state
         traffic = float(st.optimizer_traffic_bytes(s.grad_bytes, state, s.weight_bytes, s.params))
-        ops = float(st.optimizer_lane_ops(SimpleNamespace(optimizer_bytes=state, params=s.params)))
+        ops = float(st.optimizer_lane_ops(state, s.params))
         total += (traffic * per_byte + ops * LANE_OP_J) / shard
         moved += 2.0 * traffic / shard
     return total / len(ev.stages), moved / len(ev.stages)

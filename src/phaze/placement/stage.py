@@ -205,12 +205,12 @@ def optimizer_traffic_bytes(grad_bytes, optimizer_bytes, weight_bytes, params):
 OPTIMIZER_LANE_OPS_PER_PARAM = {"adam": 25, "sgd": 7}
 
 
-def optimizer_lane_ops(s: StageSums):
-    """Vector-lane operations of one optimizer step over the stage's parameters (Adam where it keeps
+def optimizer_lane_ops(optimizer_bytes, params):
+    """Vector-lane operations of one optimizer step over ``params`` parameters (Adam where they keep
     optimizer state, else SGD: ``OPTIMIZER_LANE_OPS_PER_PARAM``)."""
-    per = np.where(np.asarray(s.optimizer_bytes) > 0, OPTIMIZER_LANE_OPS_PER_PARAM["adam"],
+    per = np.where(np.asarray(optimizer_bytes) > 0, OPTIMIZER_LANE_OPS_PER_PARAM["adam"],
                    OPTIMIZER_LANE_OPS_PER_PARAM["sgd"])
-    return per * np.asarray(s.params, dtype=float)
+    return per * np.asarray(params, dtype=float)
 
 
 def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float, lane_ops_per_s: float = np.inf):
@@ -220,7 +220,8 @@ def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float, lane_op
     so it has all of both). A GPU's lanes outrun its HBM ~100x on this step; a designed chip with few lanes
     does not (the TPUv4-like chip's 256 lanes are 2x slower than its HBM here)."""
     traffic = optimizer_traffic_bytes(s.grad_bytes, s.optimizer_bytes, s.weight_bytes, s.params)
-    out = np.maximum(traffic / hbm_Bps, optimizer_lane_ops(s) / lane_ops_per_s) / (dp if zero1 else 1)
+    lanes_s = optimizer_lane_ops(s.optimizer_bytes, s.params) / lane_ops_per_s
+    out = np.maximum(traffic / hbm_Bps, lanes_s) / (dp if zero1 else 1)
     return float(out) if np.ndim(out) == 0 else out
 
 

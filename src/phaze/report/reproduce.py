@@ -36,7 +36,8 @@ def display_rows(rows) -> list[list[str]]:
     plan, search time, evaluated."""
     out = []
     for r in rows:
-        out.append([r.model, f"{r.role} ({KIND_LABELS.get(r.plan_kind, r.plan_kind)})", f"{r.throughput_seq_per_s:,.2f}",
+        kind = KIND_LABELS.get(r.plan_kind, r.plan_kind)
+        out.append([r.model, f"{r.role} ({kind})", f"{r.throughput_seq_per_s:,.2f}",
                     f"{r.ratio_to_tpuv4_like:.2f}x", f"{r.area_mm2:.1f}", _fmt(r.power_w, 3),
                     _fmt(r.hbm_gib), r.chip, r.plan, _fmt(r.bound_by),
                     "-" if r.search_wall_s is None else f"{r.search_wall_s:.1f} s", _fmt(r.evaluated)])

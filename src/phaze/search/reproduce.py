@@ -21,7 +21,7 @@ from phaze.hardware.space import enumerate_space
 from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
 from phaze.schedule import ScheduleCache
-from phaze.search.run import references, run_search
+from phaze.search.run import fixed_chip_plan, references, run_search
 from phaze.search.spec import SearchSpec
 from phaze.search.spotlight import SAMPLES, spotlight_search
 from phaze.search.store import Store
@@ -107,7 +107,6 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
     HBM size of ``hbm_gib`` that serves it best (ties: the smaller HBM). Returns two dicts with
     throughput_seq_per_s (0: nothing fits), iteration_time_s, plan, hbm_gib (``paper_plan`` False: the
     paper's plan is not evaluated and its dict says so)."""
-    from phaze.placement import optimize
     from phaze.placement.baseline_plans import paper_baseline
 
     best = {"throughput_seq_per_s": 0.0, "iteration_time_s": None, "plan": "", "hbm_gib": None, "power_w": None}
@@ -117,11 +116,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
     for gib in sorted(hbm_gib):
         acc = replace(accelerator, hbm_bytes=int(gib * GiB))
         try:
-            res = optimize(model, acc, cluster, spec.global_batch, devices=spec.devices,
-                           microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
-                           tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
-                           baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                           schedule_cache=cache, zero1=False)  # the co-search's plan space: no ZeRO-1
+            res = fixed_chip_plan(model, acc, spec, cluster, cache)
             if res.best.throughput_seq_per_s > best["throughput_seq_per_s"]:
                 best.update(throughput_seq_per_s=res.best.throughput_seq_per_s,
                             iteration_time_s=res.best.iteration_time_s, plan=res.best.plan.describe(), hbm_gib=gib)

@@ -38,15 +38,16 @@ class SearchResult:
     #                             throughput), found by the same exact search on that model alone
 
 
-def _reference_plan(model, chip, spec: SearchSpec, cluster):
-    """The reference chip's best plan in the co-search's plan space (v = 1, no sequence parallelism, no ZeRO-1,
-    one recompute mode per plan)."""
+def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None):
+    """A fixed chip's best plan in the co-search's plan space (v = 1, no sequence parallelism, no ZeRO-1,
+    one recompute mode per plan): what the TPUv4-like reference and the Spotlight-style chip are scored by."""
     from phaze.placement import optimize
 
     return optimize(model, chip, cluster, spec.global_batch, devices=spec.devices,
                     microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
                     tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
                     baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
+                    schedule_cache=schedule_cache,
                     zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
 
 
@@ -62,7 +63,7 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[dict], hbm_gib: float
     out = []
     for m, ref in zip(spec.models, refs):
         try:
-            res = _reference_plan(m, bigger, spec, cluster)
+            res = fixed_chip_plan(m, bigger, spec, cluster)
             at = {"hbm_gib": hbm_gib, "best_seq_per_s": res.best.throughput_seq_per_s,
                   "best_plan": res.best.plan.describe()}
         except InfeasibleError as err:
@@ -85,7 +86,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
         ref = {"model": m.name, "area_mm2": float(area_mm2(chip)), "hbm_gib": chip.hbm_bytes / GiB,
                "chip_name": chip.name, **chip_facts(chip)}
         try:
-            res = _reference_plan(m, chip, spec, cluster)
+            res = fixed_chip_plan(m, chip, spec, cluster)
             ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
                        best_mfu=res.best.mfu)
             from phaze.placement.power import plan_power
