@@ -84,6 +84,7 @@ def inputs(tmp_path_factory) -> Path:
     s = Store.open(d / "full.db", {"models": []}, False)  # a phaze store, several pages long
     s.put_meta("filler", ["x" * 1000] * 40)
     s.close()
+    Store.open(d / "reproduce.db", {"rows": 2}, True, namespace="reproduce").close()  # what `phaze reproduce` opens
     whole = (d / "full.db").read_bytes()
     (d / "truncated.db").write_bytes(whole[: len(whole) // 3])
     (d / "afile").write_text("x")
@@ -202,6 +203,8 @@ CASES = [
     ("resume-truncated", (*SEARCH, "--resume", "--store", "{in}/truncated.db"), "store"),
     ("search-store-exists", (*SEARCH, "--store", "{in}/full.db"), "already exists"),
     ("resume-other-parameters", (*SEARCH, "--resume", "--store", "{in}/full.db"), "other parameters"),
+    ("resume-reproduce-store", (*SEARCH, "--resume", "--store", "{in}/reproduce.db"),
+     "holds a `phaze reproduce` run, not a `phaze search` one"),
     ("results-missing", ("results", "show", "--store", "{in}/none.db"), "no store"),
     ("results-junk", ("results", "show", "--store", "{in}/junk.db"), "store"),
     ("results-not-phaze", ("results", "export", "--store", "{in}/notphaze.db"), "store"),
@@ -333,6 +336,8 @@ REPRODUCE_CASES = [
     ("reproduce-workers-zero", ("reproduce", "--models", "gpt2-xl", "--workers", "0"), "--workers"),
     ("reproduce-unknown-model", ("reproduce", "--models", "gpt9"), "gpt9"),
     ("reproduce-resume-junk", ("reproduce", "--models", "gpt2-xl", "--resume", "--store", "{in}/junk.db"), "store"),
+    ("reproduce-resume-search-store", ("reproduce", "--models", "gpt2-xl", "--resume", "--store", "{in}/full.db"),
+     "holds a `phaze search` run, not a `phaze reproduce` one"),
 ]
 
 

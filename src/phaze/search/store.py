@@ -165,6 +165,22 @@ def _check_phaze_store(path: str) -> None:
                          f"store written by `phaze search`, or another --store")
 
 
+# What a store holds, named by the command that writes it: `phaze search` keeps its one search under the plain
+# meta key 'spec'; `phaze reproduce` keeps several namespaced ones ('reproduce/spec', 'cosearch/<model>/spec').
+_SEARCH, _REPRODUCE = "`phaze search`", "`phaze reproduce`"
+
+
+def _check_kind(con: sqlite3.Connection, path: str, namespace: str) -> None:
+    """Refuse to open a search (``namespace`` "") in a store holding a reproduction's namespaced searches, and
+    a namespaced search in a store holding a plain one: resuming there would write one kind into the other."""
+    plain = con.execute("SELECT 1 FROM meta WHERE key='spec'").fetchone() is not None
+    spaced = con.execute("SELECT 1 FROM meta WHERE key LIKE '%/spec'").fetchone() is not None
+    if (plain and namespace) or (spaced and not namespace):
+        held, opening = (_SEARCH, _REPRODUCE) if plain else (_REPRODUCE, _SEARCH)
+        raise StoreError(f"store {path} holds a {held} run, not a {opening} one; continue it with "
+                         f"{held[:-1]} --resume --store {path}`, or give {opening} another --store")
+
+
 def _namespaced(namespace: str) -> tuple[str, str]:
     """(results table, meta key prefix) of a namespace; "" keeps the plain names."""
     if not namespace:
@@ -227,6 +243,7 @@ class Store:
                 if holder is not None and holder.alive():
                     raise StoreError(f"store {path} is being written by {holder.describe()}; wait for it to end, or "
                                      f"use another --store")
+                _check_kind(con, path, namespace)
                 row = con.execute("SELECT value FROM meta WHERE key=?", (prefix + "spec",)).fetchone()
                 if row is not None and namespace and not resume:
                     raise StoreError(f"store {path} already holds the search {namespace!r}; continue it with --resume "
