@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from phaze.hardware.accelerator import NOC_KINDS, ArchArrays
-from phaze.hardware.area import AreaModel, default_area_model
+from phaze.hardware.area_model import AreaModel, default_area_model
 
 # Hoskote et al. 2007 (module docstring): 0.34 mm^2, 65 nm, 5x5 ports, 39-bit links.
 TERAFLOPS_ROUTER_MM2 = 0.34

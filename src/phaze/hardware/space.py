@@ -23,7 +23,7 @@ from phaze.errors import ConfigError
 from phaze.filefields import got
 from phaze.limits import MAX_SPACE_POINTS, check
 from phaze.hardware.accelerator import NOC_KINDS, ArchArrays
-from phaze.hardware.area import AreaModel, read_mapping, default_area_model
+from phaze.hardware.area import AreaModel, area_mm2, read_mapping, default_area_model
 from phaze.hardware.presets import (TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE,
                                     TPUV4_LIKE_PAPER, chip_hierarchy)
 from phaze.units import MiB
@@ -97,7 +97,7 @@ class DesignSpace:
     def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
         if self.budget_mm2 is not None:
             return float(self.budget_mm2)
-        return float((area_model or default_area_model()).area_mm2(self.reference))
+        return float(area_mm2(self.reference, area_model))
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -168,7 +168,7 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
             "fp8_matrix_factor": np.zeros(n_all), "attention_efficiency": np.ones(n_all)}  # template: no FP8, ideal
     every = ArchArrays(**base, **hier)
     if space.template == "chip":
-        area = np.asarray(model.area_mm2(every), np.float64)
+        area = np.asarray(area_mm2(every, model), np.float64)
     else:
         area = 1e-6 * model.area_um2_of(num_tc, depth, width, num_vc, width, glb)
     budget = space.resolved_budget_mm2(model)

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from phaze.errors import ConfigError
 from phaze.cost.userbuffers import ub_config_names
+from phaze.validation.case_types import Cases, TimeCase, validated
 from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, ModelConfig, RecomputeMode
 
 PosInt = Annotated[int, Field(strict=True, gt=0)]
@@ -91,8 +92,6 @@ def _mode(recompute: str, sp: bool) -> str:
 
 def runs_from_mapping(data: Any, source: str):
     """Validate a parsed published-runs document into ``Cases`` (time cases only)."""
-    from phaze.validation.cases import Cases, TimeCase, validated
-
     spec = validated(_File, data, source)
     if not spec.runs:
         raise ConfigError(f"{source}: no runs; add entries under 'runs'")

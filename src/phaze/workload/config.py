@@ -29,6 +29,11 @@ DEFAULT_TP_OVERLAP_CONFIG = "nemo-gpt3-175b-h100"
 # 2.0's ``grad_reduce_in_fp32 = False`` (nemo/collections/llm/recipes/llama3_8b.py performance recipe).
 GRAD_DTYPES: tuple[str, ...] = ("fp32", "bf16")
 DEFAULT_GRAD_DTYPE = "fp32"
+# Adam's gradient bytes per parameter by ``grad_dtype``: "fp32" the main grad (phaze.workload.memory.OPTIMIZERS);
+# "bf16" a 16-bit gradient buffer (NeMo ``optim.grad_sync_dtype: bf16`` / Megatron-Core
+# ``grad_reduce_in_fp32=False``: the buffer, its DP reduce-scatter and the wgrad accumulation are bf16, while the
+# distributed optimizer keeps its fp32 master weights and m, v: the 12 B of state are unchanged).
+ADAM_GRAD_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2}
 # What the "adam" optimizer keeps per parameter besides the weight and gradient (its bytes:
 # phaze.workload.memory.ADAM_STATE_BYTES). "fp32": an fp32 master copy and fp32 m, v (Megatron-LM /
 # Megatron-Core's optimizer; Apex DistributedFusedAdam with store_params). "fp32-remainders": fp32 m, v and

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
-from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
+from phaze.workload.config import ADAM_GRAD_BYTES, DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op
@@ -234,8 +234,6 @@ def accumulating_wgrads(graph: LayerGraph, setting: TrainSetting) -> LayerGraph:
     than writing a fresh result once. A designed chip's GEMM carries the traffic in its HBM term
     (``phaze.cost.gemm.gemm_hbm_bytes``); the GPU model charges it as ``phaze.cost.gpu_layer.grad_accumulate_s``."""
     from dataclasses import replace
-
-    from phaze.workload.memory import ADAM_GRAD_BYTES
 
     acc = ADAM_GRAD_BYTES[setting.grad_dtype]
     ops = tuple(replace(op, accumulate_bytes=acc) if isinstance(op, Gemm) and op.name.endswith(".wgrad") else op

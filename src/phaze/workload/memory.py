@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import ADAM_GRAD_BYTES, ModelConfig, TrainSetting
 from phaze.workload.graphs import LAYERS, check_setting
 from phaze.workload.traced import TracedModel, traced_activation_bytes
 
@@ -21,11 +21,8 @@ from phaze.workload.traced import TracedModel, traced_activation_bytes
 # adam: fp16 weight, fp32 main grad, fp32 master copy + m + v (Megatron mixed precision: 18 B/param,
 # which reproduces Korthikanti et al. Fig. 1); sgd: the Phaze reference (fp16 weight and grad, no state).
 OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2, 0)}
-# Adam's gradient bytes per parameter by the setting's ``grad_dtype``: "fp32" the main grad above; "bf16" a
-# 16-bit gradient buffer (NeMo ``optim.grad_sync_dtype: bf16`` / Megatron-Core ``grad_reduce_in_fp32=False``:
-# the buffer, its DP reduce-scatter and the wgrad accumulation are bf16, while the distributed optimizer keeps
-# its fp32 master weights and m, v: the 12 B of state are unchanged).
-ADAM_GRAD_BYTES: dict[str, int] = {"fp32": 4, "bf16": 2}
+# Adam's gradient bytes per parameter by the setting's ``grad_dtype``: ADAM_GRAD_BYTES, kept beside GRAD_DTYPES in
+# phaze.workload.config (the layer graphs read it too) and imported here.
 # Adam's state bytes per parameter by the setting's ``optimizer_state`` (phaze.workload.config.OPTIMIZER_STATES):
 # "fp32" 4 (master) + 4 (m) + 4 (v), the OPTIMIZERS entry above. The other three are Apex's
 # DistributedFusedAdam (NeMo 1.x's ``distributed_fused_adam``) as NeMo sets it up: ``dtype`` is "datatype for
