@@ -15,6 +15,7 @@ from phaze.search import Store, run_search
 from test_search import spec
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a local Ray cluster per module; test_search_cli.py runs one Ray search in the inner loop
 
 
 @pytest.fixture(scope="module")

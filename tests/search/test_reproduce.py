@@ -76,6 +76,7 @@ def test_a_store_of_other_parameters_is_refused(tiny_run):
         run_reproduce([TINY], tiny_run.store, resume=True, workers=1, samples=16, quiet=True, spec_overrides=SETTING)
 
 
+@pytest.mark.slow
 def test_cli_writes_markdown_csv_json_and_html(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.yaml").write_text(MODEL_YAML)
@@ -121,6 +122,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, cli, monkeypatch, ar
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_search_baseline_spotlight_cli(tmp_path, cli, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "m.yaml").write_text(MODEL_YAML)

@@ -67,6 +67,7 @@ def test_executors():
         make_executor("local", 0)
 
 
+@pytest.mark.slow
 def test_ray_backend_runs_tasks():
     pytest.importorskip("ray")
     ex = make_executor("ray", 1)

@@ -80,6 +80,7 @@ def _wait_gone(pids: list[int], within_s: float) -> list[int]:
     return [k for k in pids if _alive(k)]
 
 
+@pytest.mark.slow
 def test_sigterm_is_one_line_exit_143_and_leaves_no_worker(tmp_path):
     p, kids = _start_with_workers(tmp_path)
     p.send_signal(signal.SIGTERM)
@@ -90,6 +91,7 @@ def test_sigterm_is_one_line_exit_143_and_leaves_no_worker(tmp_path):
     assert _wait_gone(kids, 10) == []
 
 
+@pytest.mark.slow
 def test_workers_exit_within_seconds_of_a_sigkill_of_the_search(tmp_path):
     p, kids = _start_with_workers(tmp_path)
     p.kill()
@@ -152,6 +154,7 @@ def test_worker_pids_is_right_when_another_thread_reaped_the_worker(monkeypatch)
         abort(pool)  # reaps it
 
 
+@pytest.mark.slow
 def test_abort_returns_with_every_task_settled_although_the_pool_thread_is_late():
     """The tasks of an aborted pool are settled (cancelled, or failed with BrokenProcessPool) by the pool's
     manager thread, which runs concurrently with ``abort``. Here that thread is held in a slow done-callback

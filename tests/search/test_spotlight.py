@@ -37,6 +37,7 @@ def test_objective_is_the_sum_of_per_layer_schedule_times(reduced, index):
     assert got.schedules_not_optimal == 0
 
 
+@pytest.mark.slow
 def test_bayesian_optimisation_is_no_worse_than_random_sampling(reduced):
     """Same budget (30 chips), same objective, four seeds: the mean best latency of the BO is at most random
     sampling's (measured when written: 6.5e-5 s against 9.1e-5 s over six seeds)."""
@@ -45,6 +46,7 @@ def test_bayesian_optimisation_is_no_worse_than_random_sampling(reduced):
     assert np.mean(bo) <= np.mean(rnd)
 
 
+@pytest.mark.slow
 def test_spotlight_follows_its_recipe_and_repeats(reduced):
     a = spotlight_search(TINY, reduced, seed=3, samples=25)
     b = spotlight_search(TINY, reduced, seed=3, samples=25)

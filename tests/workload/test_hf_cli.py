@@ -56,6 +56,7 @@ def test_search_takes_an_imported_model(cli, tmp_path):
     assert res["best"]["score"] > 0 and res["counts"]["candidates"] == res["counts"]["chips"] * 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None,
                     reason="the [torch] extra (torch==2.13.0, transformers) is not installed")
 def test_show_model_check_torch(cli):
