@@ -3,8 +3,6 @@ from __future__ import annotations
 
 import math
 
-import pytest
-
 from helpers import brute_force, compositions, lc, plan_of, two_tier_cluster
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st_
@@ -65,7 +63,6 @@ def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap, lan
         assert ev.fits and math.isclose(ev.iteration_time_s, best, rel_tol=1e-9)
 
 
-@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 4), B=st_.sampled_from([2, 4, 6, 8]), devices=st_.integers(1, 12),
        cap=st_.floats(2e7, 5e8), overlap=st_.booleans(), lanes=st_.sampled_from(LANES))

@@ -78,7 +78,6 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
     return best, best_uniform
 
 
-@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 5), p=st_.integers(1, 4), m=st_.integers(1, 6), d=st_.integers(1, 3),
        tight=st_.booleans(), zero1=st_.booleans(), overlap=st_.booleans(),
@@ -112,7 +111,6 @@ def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, mo
     assert again is not None and math.isclose(again.objective_s, best, rel_tol=1e-9)
 
 
-@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 4), B=st_.sampled_from([2, 4]), devices=st_.integers(1, 6),
        tight=st_.booleans(), overlap=st_.booleans())
