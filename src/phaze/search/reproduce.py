@@ -126,7 +126,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
         if not paper_plan:
             paper["plan"] = "not evaluated"
             continue
-        b = paper_baseline(model, acc, cluster, spec.global_batch, schedule_cache=cache)
+        b = paper_baseline(model, acc, cluster, spec.global_batch, spec.paper_plan_runtime, schedule_cache=cache)
         if b.fits and b.evaluation.throughput_seq_per_s > paper["throughput_seq_per_s"]:
             paper.update(throughput_seq_per_s=b.evaluation.throughput_seq_per_s,
                          iteration_time_s=b.evaluation.iteration_time_s, plan=b.plan.describe(), hbm_gib=gib)
@@ -214,7 +214,7 @@ def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
     numbers only)."""
     from phaze.placement.baseline_plans import paper_baseline
 
-    b = paper_baseline(model, chip, cluster, spec.global_batch)
+    b = paper_baseline(model, chip, cluster, spec.global_batch, spec.paper_plan_runtime)
     return _power(model, chip, b.evaluation, cluster) if b.fits else {"power_w": None, "bound": None}
 
 
