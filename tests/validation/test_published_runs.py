@@ -1,7 +1,7 @@
 """The 23 published runs (SC21 Table 1 on A100, NeMo on H100) and the two held-out sets: packaged with their
 sources, every plan of the 23 fits, the time error per group stays within the bounds achieved today, and the
 issue's goals (23 runs: 5% mean / 10% max; held-out: 6% / 12%) are asserted -- as strict xfails where they are
-NOT met (README's validation section has the figures)."""
+NOT met (docs/validation.md has the figures; the goals are src/phaze/validation/data/goals.json)."""
 import json
 from importlib import resources
 
@@ -127,7 +127,7 @@ def test_second_held_out_set_is_packaged_with_sources():
 
 
 def test_second_held_out_set_within_the_figures_reported(held_out_2):
-    """First evaluated at 15.22% mean, 61.19% max, 16 of 19 fit (README, as first evaluated); after the DP-sync
+    """First evaluated at 15.22% mean, 61.19% max, 16 of 19 fit (docs/changes.md, as first evaluated); after the DP-sync
     changes this set motivated (no longer out-of-sample): 13.51% / 24.90%; 13.42 / 24.90 with the TP-overlap
     correction (the last reduce-scatter chunk exposed); 13.28 / 24.02 with the A100 LayerNorm kernels at their
     measured bandwidth; 12.74 / 24.81 with the transfer interference of overlapped NVLink collectives (Megatron-LM
