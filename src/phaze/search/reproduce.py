@@ -17,6 +17,7 @@ from phaze.errors import InfeasibleError, StoreError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.area import area_mm2
 from phaze.hardware.presets import get_cluster
+from phaze.hardware.accelerator import chip_text  # noqa: F401 (re-exported)
 from phaze.hardware.space import enumerate_space
 from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
@@ -74,14 +75,6 @@ class ReproduceResult:
     # model -> the co-search's counts (exact, bounded, pruned, chips evaluated this run, layer schedules
     # solved / not proven optimal / reused from the workers' caches)
     model_counts: dict = field(default_factory=dict)
-
-
-def chip_text(acc: Accelerator) -> str:
-    glb = f"GLB {acc.glb_bytes // MiB} MiB"
-    if acc.has_hierarchy:
-        glb += (f" ({acc.glb_banks} x {acc.glb_bank_width_bytes} B/cycle), TC buffers {acc.tc_operand_bytes // 1024}"
-                f"+{acc.tc_acc_bytes // 1024} KiB, {acc.noc} {acc.noc_link_bytes} B")
-    return f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, {glb}"
 
 
 def area_split(acc: Accelerator) -> str | None:
