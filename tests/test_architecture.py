@@ -39,22 +39,12 @@ ALLOWED: dict[str, frozenset[str]] = {
     "phaze": frozenset({"api", "helpers"}),  # the package facade re-exports the api
 }
 
-# Violations of (b) that remain on this branch, as (importing module, imported module):
-# removed by the api/report refactor of issue 32. The test fails if one of them no longer exists, so the list
-# cannot go stale: delete each entry as its import goes, and the constant with the last one.
-KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset({
-    ("phaze.report.details", "phaze.placement"),
-    ("phaze.report.details", "phaze.placement.layer_costs"),
-    ("phaze.report.details", "phaze.schedule"),
-    ("phaze.report.reproduce", "phaze.search.reproduce"),
-    ("phaze.report.setting", "phaze.placement"),
-    ("phaze.report.setting", "phaze.placement.layer_costs"),
-})
-# Import circles that remain on this branch (each as the sorted modules of one strongly connected component):
-# removed by the api/report refactor of issue 32 (the api package). Exact, like KNOWN_VIOLATIONS.
-KNOWN_CYCLES: frozenset[tuple[str, ...]] = frozenset({
-    ("phaze.api", "phaze.api_info", "phaze.api_plan", "phaze.api_report", "phaze.api_search"),
-})
+# Accepted violations of (b), as (importing module, imported module): none since issue 32's api/report refactor.
+# The test fails if an entry no longer exists, so a list added here cannot go stale.
+KNOWN_VIOLATIONS: frozenset[tuple[str, str]] = frozenset()
+# Accepted import circles (each as the sorted modules of one strongly connected component): none. Exact, like
+# KNOWN_VIOLATIONS.
+KNOWN_CYCLES: frozenset[tuple[str, ...]] = frozenset()
 
 
 def module_name(path: Path) -> str:

@@ -5,7 +5,7 @@ import pytest
 from phaze.cost.energy import graph_energy_j, graph_time_by_bound, op_energy_j
 from phaze.hardware import Accelerator, get_accelerator
 from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, WIRE_J_PER_BIT_MM, peak_power_w
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm, VectorOp
 from phaze.workload.zoo import get_model

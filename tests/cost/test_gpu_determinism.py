@@ -14,7 +14,8 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan, evaluate
 from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.validation.runs import runs_from_mapping
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Collective, Gemm, LayerGraph, VectorOp
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze

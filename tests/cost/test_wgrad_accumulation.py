@@ -13,7 +13,8 @@ from phaze.cost.energy import gemm_energy_parts_j
 from phaze.cost.gpu import gpu_gemm_latency_s
 from phaze.hardware import Accelerator
 from phaze.hardware.presets import get_accelerator
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
 

@@ -12,7 +12,7 @@ from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.optimizer import best_plans_from_costs
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 
 pos = st_.floats(min_value=0.01, max_value=10.0)
 # vector-lane rates of the optimizer step: unbound, HBM-bound (1e12 B/s HBM), lane-bound by up to ~0.1 s

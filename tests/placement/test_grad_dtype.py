@@ -19,7 +19,7 @@ from phaze.placement.bounds import least_traffic_bytes
 from phaze.placement.evaluation import DeviceSpec
 from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.validation.runs import runs_from_mapping
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze

@@ -16,7 +16,7 @@ from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.optimizer import best_plans_from_costs
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 
 pos = st_.floats(min_value=0.01, max_value=10.0)
 MODES = ("none", "selective", "full")

@@ -58,7 +58,7 @@ def test_context_parallel_ring_is_charged_as_an_nccl_transfer(monkeypatch):
     costs more than the same block charged only the copy-engine interference."""
     import phaze.cost.overlap as ov
     from phaze.placement import layer_costs
-    from phaze.workload.config import TrainSetting
+    from phaze.workload.runtime import TrainSetting
     from phaze.workload.zoo import get_model
     model, acc = get_model("llama3-70b"), get_accelerator("h100-80g")
     tier = get_cluster("dgx-h100", 64).tier_for_group(2)

@@ -13,7 +13,8 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan, evaluate
 from phaze.placement.evaluation import DeviceSpec
 from phaze.validation.runs import runs_from_mapping
-from phaze.workload.config import OPTIMIZER_STATES, TrainSetting
+from phaze.workload.config import OPTIMIZER_STATES
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze

@@ -11,7 +11,7 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan, evaluate
 from phaze.placement.layer_costs import compute_layer_costs
 from phaze.placement.stage import exposed_sync_s
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import flash_keys, layer_graph
 from phaze.workload.memory import layer_memory
 from phaze.workload.ops import Collective, Gemm

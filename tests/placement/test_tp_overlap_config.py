@@ -18,7 +18,8 @@ from phaze.errors import ConfigError
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan
 from phaze.cost.gpu_layer import gpu_layer_time_s
-from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG, TrainSetting
+from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
 from phaze.workload.zoo import get_model

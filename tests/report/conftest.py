@@ -22,6 +22,6 @@ def tiny_search(tmp_path_factory):
 def small_plan():
     """A plan run on designed chips (so its block has a schedule): gpt2-xl on 16 TPUv4-like chips."""
     from phaze import api
-    args = dict(model="gpt2-xl", accelerator="tpuv4-like", devices=16, global_batch=64, microbatch_sizes=(1, 2))
+    args = dict(model="gpt2-xl", accelerator="tpuv4-like", devices=16, global_batch=64)
     return api.plan(args["model"], args["accelerator"], args["devices"], args["global_batch"],
-                    microbatch_sizes=args["microbatch_sizes"], top_k=3), args
+                    space=api.PlanSpace(microbatch_sizes=(1, 2)), top_k=3), args

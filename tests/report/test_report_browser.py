@@ -10,6 +10,7 @@ import pytest
 
 from phaze import api
 from phaze.report.html import write_search_report
+from phaze.search.details import search_details
 from phaze.report.html_reproduce import reproduce_report_html
 
 CHROMIUM = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
@@ -63,7 +64,7 @@ def check_page(tmp_path, html_path, name):
 
 def test_search_report_renders_without_errors(tiny_search, tmp_path):
     res, rows = tiny_search
-    path = write_search_report(res, str(tmp_path / "search.html"), rows)
+    path = write_search_report(res, str(tmp_path / "search.html"), rows, search_details(res.spec, res.best))
     _, dom = check_page(tmp_path, path, "search")
     assert dom.count("<svg") >= 8
 
@@ -71,7 +72,7 @@ def test_search_report_renders_without_errors(tiny_search, tmp_path):
 def test_plan_report_renders_without_errors(small_plan, tmp_path):
     result, a = small_plan
     path = api.plan_report(result, str(tmp_path / "plan.html"), a["model"], a["accelerator"], a["devices"],
-                           a["global_batch"], microbatch_sizes=a["microbatch_sizes"])
+                           a["global_batch"])
     check_page(tmp_path, path, "plan")
 
 
@@ -85,7 +86,7 @@ def test_reproduce_report_renders_without_errors(tmp_path):
 def test_a_script_error_would_be_caught(tiny_search, tmp_path):
     """Negative control: the same page with a throwing script after ours fails both checks."""
     res, rows = tiny_search
-    html = open(write_search_report(res, str(tmp_path / "ok.html"), rows), encoding="utf-8").read()
+    html = open(write_search_report(res, str(tmp_path / "ok.html"), rows, search_details(res.spec, res.best)), encoding="utf-8").read()
     bad = tmp_path / "bad.html"
     bad.write_text(html.replace("</body>", '<script>throw new Error("deliberate")</script></body>'), encoding="utf-8")
     _, dom, errors = render(tmp_path, bad, "bad")

@@ -8,7 +8,8 @@ import pytest
 
 from phaze import api
 from phaze.errors import ConfigError
-from phaze.report.details import iteration_parts, search_details
+from phaze.report.details import iteration_parts
+from phaze.search.details import search_details
 from phaze.report.html_figures import busy_shares
 from phaze.report.html import check_output_path, search_report_html, write_search_report
 from phaze.report.html_reproduce import reproduce_report_html
@@ -38,7 +39,7 @@ def assert_charts_labelled(html: str) -> None:
 
 def test_search_report_is_complete_and_self_contained(tiny_search, tmp_path):
     res, rows = tiny_search
-    path = write_search_report(res, str(tmp_path / "r.html"), rows)
+    path = write_search_report(res, str(tmp_path / "r.html"), rows, search_details(res.spec, res.best))
     html = open(path, encoding="utf-8").read()
     assert_self_contained(html)
     assert_charts_labelled(html)
@@ -108,7 +109,7 @@ def test_iteration_parts_sum_to_the_iteration(tiny_search, small_plan):
 def test_plan_report(small_plan, tmp_path):
     result, a = small_plan
     path = api.plan_report(result, str(tmp_path / "plan.html"), a["model"], a["accelerator"], a["devices"],
-                           a["global_batch"], microbatch_sizes=a["microbatch_sizes"])
+                           a["global_batch"])
     html = open(path, encoding="utf-8").read()
     assert_self_contained(html)
     assert_charts_labelled(html)

@@ -11,7 +11,7 @@ from phaze.schedule import SchedOp, ScheduleProblem, build_problem, solve, valid
 from phaze.schedule.bnb import solve_bnb
 from phaze.schedule.heuristic import assign_cores, list_schedule, to_scheduled_ops
 from phaze.schedule.problem import Schedule
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.zoo import get_model
 from sched_refsolvers import brute_force_makespan, milp_makespan, random_problem, random_problems

@@ -7,7 +7,7 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.hardware.space import PAPER_SPACE, enumerate_space
 from phaze.schedule import build_problem, layer_time_bounds, lower_bound_s, solve, validate
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.zoo import get_model
 

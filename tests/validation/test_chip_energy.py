@@ -4,8 +4,10 @@ import pytest
 
 from phaze.validation.chip_energy import (COMPARED_PARTS, ENERGY_GOAL_MAX_PCT, ENERGY_GOAL_MEAN_PCT, energy_costs_pj,
                                           load_energy_panel, validate_chip_energy)
+from phaze.validation.goals import goal
 
 REPORT = validate_chip_energy()
+ENERGY_GOAL = goal("chip_gemm_energy")  # src/phaze/validation/data/goals.json
 PANEL = load_energy_panel()
 # attention scores (K <= R): one weight tile, so ZigZag keeps the final sums at 16 bits in the accumulator
 # where phaze's fp32 accumulator writes and reads whole rows (docs/chip-energy-validation.md)
@@ -61,8 +63,20 @@ def test_one_tile_gemms_differ_by_the_final_sums_precision_only():
             assert c.phaze_pj[part] == pytest.approx(c.zigzag_pj[part], rel=0.02), (c.name, part)
 
 
-@pytest.mark.xfail(strict=True, reason="not met: the four one-tile (K <= R) GEMMs are +12..+25% (the final sums' "
-                                       "precision in the accumulator, a convention; docs/chip-energy-validation.md)")
+def test_the_figures_the_readme_reports():
+    """README's trust table and docs/chip-energy-validation.md: 1.5% mean, 25.3% max over 62 cases, 60 within 15%,
+    lowest -1.4%. A change (better or worse) must update the docs; the goal is the strict xfail below."""
+    assert len(REPORT.cases) == 62 and REPORT.within_goal == 60
+    assert round(REPORT.mean_abs_pct, 1) == 1.5 and round(REPORT.max_abs_pct, 1) == 25.3
+    assert round(REPORT.lowest_pct, 1) == -1.4
+    assert not REPORT.goal_met
+
+
+# Not met today: an unconditional strict xfail, so meeting the goal fails the suite until the marker is removed.
+@pytest.mark.xfail(strict=True, reason=f"not met ({ENERGY_GOAL.text()}, {ENERGY_GOAL.source}): "
+                                       f"{REPORT.mean_abs_pct:.1f}% mean, {REPORT.max_abs_pct:.1f}% max; the four "
+                                       "one-tile (K <= R) GEMMs are +12..+25% (the final sums' precision in the "
+                                       "accumulator, a convention; docs/chip-energy-validation.md)")
 def test_energy_goal():
     assert REPORT.goal_met
     assert REPORT.max_abs_pct <= ENERGY_GOAL_MAX_PCT and REPORT.mean_abs_pct <= ENERGY_GOAL_MEAN_PCT
@@ -75,6 +89,7 @@ def test_cli_validate_chip_json_carries_the_energy_check(capsys):
     code, out, err = run_phaze(capsys, "validate", "--chip", "--json")
     assert code == 0, err
     e = json.loads(out)["energy"]
-    assert len(e["cases"]) == 62 and e["goal"] == {"max_abs_pct": 15.0, "mean_abs_pct": 5.0, "met": False}
+    assert len(e["cases"]) == 62 and e["goal"] == {"max_abs_pct": ENERGY_GOAL.max_abs_pct,
+                                                   "mean_abs_pct": ENERGY_GOAL.mean_abs_pct, "met": False}
     assert e["mean_abs_pct"] == pytest.approx(REPORT.mean_abs_pct) and e["lowest_pct"] == pytest.approx(REPORT.lowest_pct)
     assert {c["reference"] for c in e["cases"]} == {"schedule", "search"}

@@ -11,6 +11,7 @@ from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.sram import sram_macro
 from phaze.validation.chip import (GOAL_MAX_PCT, GOAL_MEAN_PCT, glb_organisation, load_panel, panel_accelerator,
                                    phaze_cycles, validate_chip)
+from phaze.validation.goals import goal
 from phaze.workload.ops import Gemm
 
 
@@ -125,20 +126,36 @@ def test_report_covers_every_case(report):
     json.dumps(report.to_dict())
 
 
+LATENCY_GOAL = goal("chip_gemm_latency")  # src/phaze/validation/data/goals.json
+
+
 def _goal_reason() -> str:
     r = validate_chip()
     worst = max(r.cases, key=lambda c: abs(c.zigzag_error_pct))
-    return (f"issue 10 goal vs ZigZag not met yet: mean |error| {r.zigzag_mean_abs_pct:.1f}% (goal "
-            f"{GOAL_MEAN_PCT:g}%), max {r.zigzag_max_abs_pct:.1f}% (goal {GOAL_MAX_PCT:g}%) over "
-            f"{r.zigzag_cases} cases, {r.zigzag_within_goal} within; worst {worst.name}: phaze "
-            f"{worst.phaze_cycles:,.0f} vs ZigZag {worst.zigzag_cycles:,.0f} cycles (ZigZag cannot express "
-            f"shared GLB banks: docs/chip-validation.md, 'The one miss, by hand')")
+    return (f"{LATENCY_GOAL.source} goal vs ZigZag ({LATENCY_GOAL.text()}) not met: mean |error| "
+            f"{r.zigzag_mean_abs_pct:.1f}%, max {r.zigzag_max_abs_pct:.1f}% over {r.zigzag_cases} cases, "
+            f"{r.zigzag_within_goal} within; worst {worst.name}: phaze {worst.phaze_cycles:,.0f} vs ZigZag "
+            f"{worst.zigzag_cycles:,.0f} cycles (ZigZag cannot express shared GLB banks: docs/chip-validation.md, "
+            f"'The one miss, by hand'). Remove this marker when the test passes")
 
 
-@pytest.mark.xfail(not validate_chip().goal_met, reason=_goal_reason(), strict=True)
+def test_the_figures_the_readme_reports(report):
+    """README's trust table and docs/chip-validation.md: 3.9% mean, 21.0% max over 62 cases, 61 within 15%, the
+    one miss `256x256 gpt3.scores mb1 @512B/c` at -21.0%. A change of any of these (better or worse) must update
+    the docs; the goal itself is the strict xfail below."""
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (62, 61)
+    assert round(report.zigzag_mean_abs_pct, 1) == 3.9 and round(report.zigzag_max_abs_pct, 1) == 21.0
+    worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
+    assert worst.name == "256x256 gpt3.scores mb1 @512B/c" and round(worst.zigzag_error_pct, 1) == -21.0
+    assert not report.goal_met
+
+
+# Not met today (one case), so an unconditional strict xfail: the day the goal is met this test passes, the
+# strict marker turns that into a failure, and the marker must be removed (and the README's trust table updated).
+@pytest.mark.xfail(strict=True, reason=_goal_reason())
 def test_goal_every_case_within_15pct_of_zigzag_mean_within_5pct(report):
-    assert report.zigzag_max_abs_pct <= GOAL_MAX_PCT
-    assert report.zigzag_mean_abs_pct <= GOAL_MEAN_PCT
+    assert report.goal_met
+    assert LATENCY_GOAL.met(report.zigzag_mean_abs_pct, report.zigzag_max_abs_pct)
 
 
 def test_cli_table_and_json(cli):

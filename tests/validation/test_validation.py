@@ -9,7 +9,7 @@ from phaze.validation import load_cases, validate
 # |signed % error| bounds actually achieved (first issue's goal: time 3% mean / 6% max, memory 3%). Since
 # Megatron's attention kernels run at their measured bandwidth on A100 (phaze.cost.gpu_framework; the
 # FlashAttention benchmark) the four cases are predicted 2.9-5.4% slow: the 6% max holds, the 3% mean
-# (4.33%) does not; README "Accuracy against measured clusters" says what moved (+0.6 / -2.3 / +3.4 / +1.8
+# (4.33%) does not; docs/validation.md and docs/changes.md say what moved (+0.6 / -2.3 / +3.4 / +1.8
 # before).
 TIME_BOUND_PCT = {("megatron-22b", "full"): 5.0, ("megatron-22b", "seqsel"): 3.5,
                   ("gpt3-175b", "full"): 5.5, ("gpt3-175b", "seqsel"): 4.5}

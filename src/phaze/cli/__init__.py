@@ -38,8 +38,11 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    from phaze.api import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES,
-                           OPTIMIZER_STATES)
+    from phaze.workload.config import GRAD_DTYPES, OPTIMIZER_STATES
+    from phaze.workload.runtime import Runtime
+    rt = Runtime()  # the flags' defaults are the Runtime's (one set of defaults)
+    DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG = (rt.grad_dtype, rt.optimizer_state,
+                                                                              rt.tp_overlap_config)
     p.add_argument("--model", required=True, help="zoo name (see `phaze models`), a YAML/JSON model file, hf:CONFIG.json, a "
                                                     "traced FILE.json or torch:MODULE:FACTORY (required)")
     p.add_argument("--accelerator", required=True,
@@ -50,12 +53,12 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                                                    "cluster file (docs/cluster-file.md) (default: dgx-a100 for "
                                                    "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
-    p.add_argument("--attention", choices=("standard", "flash"), default="flash",
+    p.add_argument("--attention", choices=("standard", "flash"), default=rt.attention,
                    help="attention kernel: flash never stores the score matrix and has its own time model; "
-                        "standard materialises it (default: flash)")
-    p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default="bf16",
+                        f"standard materialises it (default: {rt.attention})")
+    p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default=rt.precision,
                    help="GEMM number format; fp8 runs the blocks' linear layers on FP8 tensor cores "
-                        "(Transformer Engine; H100) (default: bf16)")
+                        f"(Transformer Engine; H100) (default: {rt.precision})")
     p.add_argument("--tp-overlap", action="store_true",
                    help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
                         "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
@@ -88,7 +91,7 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         "--zero1 the parameter all-gather with the next forward (default: off)")
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
-                        "fragmentation) (default: 3)")
+                        f"fragmentation) (default: {rt.memory_reserve_bytes / 2**30:g})")
 
 
 def _chip_args(p: argparse.ArgumentParser) -> None:
@@ -101,7 +104,8 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from phaze import api
+    from phaze import api  # noqa: F401
+    from phaze.workload.config import LAYER_KINDS
     from phaze.cli import commands as c
 
     ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")
@@ -153,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schedule", help="optimal per-layer operator schedules on tensor and vector cores")
     _chip_args(p)
-    p.add_argument("--layer", choices=api.LAYER_KINDS, action="append", default=None,
+    p.add_argument("--layer", choices=LAYER_KINDS, action="append", default=None,
                    help="layer kind(s) to schedule, repeatable (default: all three)")
     p.add_argument("--time-limit", type=float, default=5.0, help="exact-solver limit per layer in seconds; a node "
                    "and work budget derived from it ends the search (default: 5.0)")

@@ -8,6 +8,8 @@ from phaze import api
 from phaze.errors import ConfigError
 from phaze.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
+from phaze.units import GiB
+from phaze.workload.runtime import PlanSpace, Runtime
 
 
 def _out(args: argparse.Namespace, data, *tables) -> int:
@@ -160,12 +162,27 @@ def cmd_schedule(args) -> int:
     return _out(args, data, t)
 
 
-def _runtime_kw(args) -> dict:
-    return dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
-                tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
-                optimizer_state=args.optimizer_state,
-                dp_overlap=args.dp_overlap, memory_reserve_gib=args.memory_reserve_gib,
-                deterministic=args.deterministic, grad_accum_fusion=not args.no_grad_accum_fusion)
+def _runtime(args) -> Runtime:
+    """The runtime flags as one Runtime (its own checks: one line each)."""
+    kw = dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
+              tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
+              optimizer_state=args.optimizer_state, dp_overlap=args.dp_overlap, deterministic=args.deterministic,
+              grad_accum_fusion=not args.no_grad_accum_fusion)
+    if args.memory_reserve_gib is not None:
+        kw["memory_reserve_bytes"] = args.memory_reserve_gib * GiB
+    return Runtime(**kw)
+
+
+def _plan_space(args) -> PlanSpace:
+    """``phaze plan``'s space: PlanSpace() with the flags given."""
+    kw = {}
+    if args.mbs:
+        kw["microbatch_sizes"] = tuple(args.mbs)
+    if args.recompute:
+        kw["recompute_modes"] = tuple(args.recompute)
+    if args.cp:
+        kw["cp_values"] = tuple(args.cp)
+    return PlanSpace(**kw)
 
 
 def _eval_rows(evs) -> list[tuple]:
@@ -197,15 +214,12 @@ def _setting_table(title: str, rows) -> object:
 def cmd_plan(args) -> int:
     api.check_html_path(args.html)
     # The plan first, then any output: bad input (or no possible plan) leaves stdout empty, not half a result.
-    res = api.plan(args.model, args.accelerator, args.devices, args.global_batch, args.cluster, args.mbs,
-                   args.recompute, args.seq, args.top, cp_values=args.cp, **_runtime_kw(args))
+    where = (args.model, args.accelerator, args.devices, args.global_batch, args.cluster)
+    res = api.plan(*where, runtime=_runtime(args), space=_plan_space(args), seq_len=args.seq, top_k=args.top)
     if not args.json:
-        print_tables(_setting_table("setting", api.plan_setting(args.model, args.accelerator, args.devices,
-                                                                args.global_batch, args.cluster, args.mbs,
-                                                                args.recompute, args.seq, **_runtime_kw(args))))
+        print_tables(_setting_table("setting", api.plan_setting(res, *where, seq_len=args.seq)))
     if args.html:
-        written = api.plan_report(res, args.html, args.model, args.accelerator, args.devices, args.global_batch,
-                                  args.cluster, args.mbs, args.recompute, args.seq, **_runtime_kw(args))
+        written = api.plan_report(res, args.html, *where, seq_len=args.seq)
         if not args.quiet:
             print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
@@ -217,9 +231,10 @@ def cmd_plan(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, args.tp, args.pp, args.dp,
-                          args.mbs, args.interleave, args.recompute, args.sequence_parallel, args.zero1,
-                          args.cluster, args.seq, cp=args.cp, **_runtime_kw(args))
+    shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
+                          args.sequence_parallel, args.zero1, args.cp)
+    e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, shape, args.cluster,
+                          _runtime(args), args.seq)
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
     t2 = table("iteration breakdown", ["part", "time"],
                [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",

@@ -17,6 +17,8 @@ cycle. A chip either has all of these (``has_hierarchy``) or none of them.
 """
 from __future__ import annotations
 
+from phaze.units import MiB
+
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -197,3 +199,12 @@ class ArchArrays:
             kw[f] = float(v) if np.issubdtype(type(v), np.floating) else int(v)
         kw["noc"] = NOC_KINDS[kw["noc"]]
         return Accelerator(name=name or f"cand{i}", **kw)
+
+
+def chip_text(acc: Accelerator) -> str:
+    """One line: cores, arrays, lanes, GLB (and, with the hierarchy, its banks, core buffers and network)."""
+    glb = f"GLB {acc.glb_bytes // MiB} MiB"
+    if acc.has_hierarchy:
+        glb += (f" ({acc.glb_banks} x {acc.glb_bank_width_bytes} B/cycle), TC buffers {acc.tc_operand_bytes // 1024}"
+                f"+{acc.tc_acc_bytes // 1024} KiB, {acc.noc} {acc.noc_link_bytes} B")
+    return f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, {glb}"

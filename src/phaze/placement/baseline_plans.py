@@ -16,6 +16,7 @@ from phaze.placement.evaluation import evaluate
 from phaze.placement.plan import BaselineResult, Plan
 from phaze.placement.recompute import Recompute
 from phaze.workload.config import RECOMPUTE_MODES, ModelConfig
+from phaze.workload.runtime import Runtime
 
 # (p, t, d) per zoo model name (phaze-paper.md, "Fixed hand-set plans"; p*t*d <= 1024)
 PAPER_PLANS: dict[str, tuple[int, int, int]] = {
@@ -33,7 +34,7 @@ def _try(name: str, fn) -> BaselineResult:
 
 
 def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, microbatch_sizes,
-                  recompute_modes, sequence_parallel, features=None, **kw) -> BaselineResult:
+                  recompute_modes, sequence_parallel, runtime: Runtime, **kw) -> BaselineResult:
     """Evaluate (p, t, d) shapes with balanced stages over mbs x recompute; the fastest that fits, else
     the one closest to fitting."""
     best_fit, best_miss, indivisible = None, None, {}
@@ -44,11 +45,9 @@ def _best_fitting(name: str, shapes, model, accelerator, cluster, global_batch, 
                 continue
             m = global_batch // (mbs * d)
             for rc in recompute_modes:
-                f = dict(features or {})
                 sp = sequence_parallel and t > 1
-                f["tp_overlap"] = bool(f.get("tp_overlap")) and sp  # TP overlap needs SP
                 plan = Plan.balanced(model.num_layers, p, t, d, mbs, m, recompute=Recompute.uniform(rc),
-                                     sequence_parallel=sp, **f)
+                                     sequence_parallel=sp, runtime=runtime.for_shape(t, sp))
                 ev = evaluate(plan, model, accelerator, cluster, global_batch, **kw)
                 if ev.fits:
                     if best_fit is None or ev.iteration_time_s < best_fit.iteration_time_s:
@@ -78,8 +77,8 @@ def _unused_note(ev, global_batch: int) -> str:
             f"{global_batch / ev.plan.microbatch_size:g} (in microbatches) and p x t x d fit in {given}")
 
 
-def paper_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
-                   devices: int | None = None, microbatch_sizes=(1, 2, 4, 8, 16),
+def paper_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
+                   runtime: Runtime, *, devices: int | None = None, microbatch_sizes=(1, 2, 4, 8, 16),
                    recompute_modes=RECOMPUTE_MODES, **kw) -> BaselineResult:
     name = "paper"
     shape = PAPER_PLANS.get(model.name)
@@ -91,11 +90,11 @@ def paper_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluste
         return BaselineResult(name, None, None, f"the paper's plan p={p} t={t} d={d} needs {p * t * d} "
                                                 f"devices, only {n} available")
     return _try(name, lambda: _best_fitting(name, [shape], model, accelerator, cluster, global_batch,
-                                            microbatch_sizes, recompute_modes, False, **kw))
+                                            microbatch_sizes, recompute_modes, False, runtime, **kw))
 
 
-def megatron_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
-                      devices: int | None = None, **kw) -> BaselineResult:
+def megatron_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
+                      runtime: Runtime, *, devices: int | None = None, **kw) -> BaselineResult:
     name = "megatron"
 
     def build() -> BaselineResult:
@@ -115,14 +114,15 @@ def megatron_baseline(model: ModelConfig, accelerator: Accelerator, cluster: Clu
             return BaselineResult(name, None, None, f"no (p, t={t}, d) fits {n} devices and batch {global_batch}")
         # smallest p that fits: _best_fitting stops at the first shape with a fitting plan
         return _best_fitting(name, shapes, model, accelerator, cluster, global_batch, (1,), ("selective",),
-                             True, **kw)
+                             True, runtime, **kw)
     return _try(name, build)
 
 
-def evaluate_baselines(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
-                       devices: int | None = None, **kw) -> tuple[BaselineResult, ...]:
-    """Every baseline; never raises."""
-    out = [_try("paper", lambda: paper_baseline(model, accelerator, cluster, global_batch, devices=devices, **kw)),
-           _try("megatron", lambda: megatron_baseline(model, accelerator, cluster, global_batch, devices=devices,
-                                                      **kw))]
+def evaluate_baselines(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
+                       runtime: Runtime, *, devices: int | None = None, **kw) -> tuple[BaselineResult, ...]:
+    """Every baseline under ``runtime``; never raises."""
+    out = [_try("paper", lambda: paper_baseline(model, accelerator, cluster, global_batch, runtime, devices=devices,
+                                                **kw)),
+           _try("megatron", lambda: megatron_baseline(model, accelerator, cluster, global_batch, runtime,
+                                                      devices=devices, **kw))]
     return tuple(out)

@@ -25,7 +25,7 @@ from phaze.workload.config import ModelConfig
 # communicators: ~1 GiB), cuBLAS / cuDNN workspaces and the PyTorch caching allocator's fragmentation
 # (PyTorch docs, "CUDA semantics: memory management"). An assumption of a few GiB, not a measurement:
 # 3 GiB, about 4% of an 80 GB GPU; set it per run with --memory-reserve-gib.
-DEFAULT_MEMORY_RESERVE_BYTES = 3 * GiB
+from phaze.workload.runtime import DEFAULT_MEMORY_RESERVE_BYTES  # noqa: E402,F401 (re-exported)
 
 
 @dataclass(frozen=True)
@@ -165,9 +165,8 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
 
 
 def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, *,
-               time_model: str = "auto", optimizer: str = "adam", seq_len: int | None = None,
-               **kw) -> dict[str, LayerCosts]:
-    """LayerCosts for every recompute mode ``plan`` uses."""
+               time_model: str = "auto", seq_len: int | None = None, **kw) -> dict[str, LayerCosts]:
+    """LayerCosts for every recompute mode ``plan`` uses, under the plan's runtime."""
     if not model.valid_tp(plan.tp):
         raise ConfigError(f"tensor-parallel width {plan.tp} is not valid for {model.name}: {model.tp_rule}")
     tier = cluster.tier_for_group(plan.tp, 1, "tp")
@@ -175,27 +174,21 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
     cp_tier = cluster.tier_for_group(plan.cp, plan.tp, "cp") if plan.cp > 1 else None
     for mode in set(plan.recompute_modes):
         s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
-                        attention=plan.attention, precision=plan.precision, tp_overlap=plan.tp_overlap, cp=plan.cp,
-                        tp_overlap_config=plan.tp_overlap_config, grad_dtype=plan.grad_dtype,
-                        optimizer_state=plan.optimizer_state, deterministic=plan.deterministic,
-                        grad_accum_fusion=plan.grad_accum_fusion)
-        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer, cp_tier=cp_tier, **kw)
+                        runtime=plan.runtime, cp=plan.cp)
+        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier, **kw)
     return out
 
 
 def evaluate(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int,
-             *, time_model: str = "auto", overlap_dp: bool | None = None, optimizer: str = "adam",
-             seq_len: int | None = None, memory_reserve_bytes: float = 0.0, **cost_kw) -> Evaluation:
-    """Iteration time, throughput, MFU and per-stage memory of ``plan`` for ``model`` on ``cluster`` of
-    ``accelerator``s. ``time_model``: "auto" (sequential for GPU presets, scheduled otherwise),
-    "scheduled" or "sequential" (see ``phaze.placement.layer_costs``). ``overlap_dp``: overrides
-    ``plan.dp_overlap`` (the gradient reduce overlaps with the backward of the last microbatch, bucketed).
-    ``memory_reserve_bytes``: HBM a plan may not use (the framework's share)."""
+             *, time_model: str = "auto", seq_len: int | None = None, **cost_kw) -> Evaluation:
+    """Iteration time, throughput, MFU and per-stage memory of ``plan`` (under its runtime: kernels, formats,
+    overlaps, optimizer, memory reserve) for ``model`` on ``cluster`` of ``accelerator``s. ``time_model``:
+    "auto" (sequential for GPU presets, scheduled otherwise), "scheduled" or "sequential" (see
+    ``phaze.placement.layer_costs``)."""
     check_batch(plan, global_batch)
-    costs = plan_costs(plan, model, accelerator, cluster, time_model=time_model, optimizer=optimizer,
-                       seq_len=seq_len, **cost_kw)
+    costs = plan_costs(plan, model, accelerator, cluster, time_model=time_model, seq_len=seq_len, **cost_kw)
     tm = next(iter(costs.values())).time_model
     s = seq_len or model.seq_len
-    return evaluate_costs(plan, costs, cluster, global_batch, DeviceSpec.of(accelerator, memory_reserve_bytes),
+    return evaluate_costs(plan, costs, cluster, global_batch, DeviceSpec.of(accelerator, plan.runtime.memory_reserve_bytes),
                           num_blocks=model.num_layers, model_flops_per_sequence=model_forward_flops_per_sequence(model, s),
-                          seq_len=s, overlap_dp=overlap_dp, time_model=tm)
+                          seq_len=s, time_model=tm)

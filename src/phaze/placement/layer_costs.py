@@ -24,8 +24,8 @@ from phaze.cost.gpu_layer import gpu_layer_time_s, grad_accumulate_s
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import NetworkTier
-from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG, ModelConfig,
-                                   TrainSetting)
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import PAPER_RUNTIME, Runtime, TrainSetting
 
 TimeModel = Literal["auto", "scheduled", "sequential"]
 LAYER_KINDS = ("embedding", "block", "head")
@@ -102,12 +102,14 @@ _CACHE: dict[tuple, LayerCosts] = {}
 
 
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
-                        tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str = "adam",
+                        tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str | None = None,
                         *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
                         cp_tier: NetworkTier | None = None) -> LayerCosts:
     """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
-    layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer)."""
+    layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer). ``optimizer``:
+    None takes the setting's runtime's."""
     tm = resolve_time_model(time_model, accelerator)
+    optimizer = optimizer or setting.runtime.optimizer
     tier = tp_tier if setting.tp > 1 else None
     if setting.cp > 1 and cp_tier is None:
         raise ConfigError("context parallelism needs the network tier of the CP group (cp_tier)")
@@ -188,25 +190,14 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 
 
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
-                recompute: str, seq_len: int | None = None, *, attention: str = "standard",
-                precision: str = "fp16", tp_overlap: bool = False, cp: int = 1,
-                tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
-                grad_dtype: str = DEFAULT_GRAD_DTYPE,
-                optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
-                grad_accum_fusion: bool = True) -> TrainSetting:
-    """The TrainSetting of one layer kind; TP overlap only with sequence parallelism, and its userbuffers
-    configuration only where it overlaps (else the default: one cache entry for the same costs); the
-    gradients' format ``grad_dtype`` (their bytes in memory, DP sync, accumulation and optimizer step);
-    Adam's ``optimizer_state`` (its bytes in memory and in the optimizer step); ``deterministic``: PyTorch's
-    deterministic mode (``phaze.cost.gpu_determinism``); ``grad_accum_fusion``: Megatron-LM's gradient-accumulation
-    fusion (off: ``--no-gradient-accumulation-fusion``, ``phaze.cost.gpu_layer.grad_accumulate_s``)."""
+                recompute: str, seq_len: int | None = None, *, runtime: Runtime = PAPER_RUNTIME,
+                cp: int = 1) -> TrainSetting:
+    """The TrainSetting of one layer kind under ``runtime``: sequence parallelism only with t > 1, and TP
+    overlap only where there is sequence parallelism (``Runtime.for_shape``: one cache entry for the same
+    costs)."""
     sp = bool(sequence_parallel and tp > 1)
-    ov = bool(tp_overlap and sp)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
-                        sequence_parallel=sp, recompute=recompute, attention=attention, precision=precision,
-                        tp_overlap=ov, cp=cp, tp_overlap_config=tp_overlap_config if ov else DEFAULT_TP_OVERLAP_CONFIG,
-                        grad_dtype=grad_dtype, optimizer_state=optimizer_state, deterministic=bool(deterministic),
-                        grad_accum_fusion=grad_accum_fusion)
+                        sequence_parallel=sp, recompute=recompute, cp=cp, runtime=runtime.for_shape(tp, sp))
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

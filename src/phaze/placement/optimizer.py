@@ -42,18 +42,9 @@ from phaze.placement.mixed_interleaved import best_device_modes
 from phaze.placement.plan import Plan, PlanResult, SearchStats, plan_from_blocks
 from phaze.placement.recompute import Recompute
 from phaze.units import GiB
-from phaze.workload.config import (DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG,
-                                   RECOMPUTE_MODES, ModelConfig, TrainSetting)
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import PlanSpace, Runtime, TrainSetting
 from phaze.workload.traced import microbatch_choices
-
-
-def plan_features(s: TrainSetting, overlap_dp: bool) -> dict:
-    """The runtime fields a plan built from costs of setting ``s`` carries (so ``evaluate`` rebuilds the
-    same costs)."""
-    return dict(attention=s.attention, precision=s.precision, tp_overlap=s.tp_overlap, dp_overlap=overlap_dp,
-                tp_overlap_config=s.tp_overlap_config, grad_dtype=s.grad_dtype,
-                optimizer_state=s.optimizer_state, deterministic=s.deterministic,
-                grad_accum_fusion=s.grad_accum_fusion)
 
 
 @dataclass(frozen=True)
@@ -151,12 +142,12 @@ class _Counts:
 
 
 def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], L: int, B: int, N: int,
-                           device: DeviceSpec, shared: _Shared, v_values: tuple[int, ...],
-                           z_values: tuple[bool, ...], use_all_devices: bool, per_stage_recompute: bool,
-                           counts: _Counts) -> list[Combination]:
-    """Every (setting, d, p, v, ZeRO-1) combination whose whole-model memory can fit, with its lower bound
-    (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
+                           device: DeviceSpec, shared: _Shared, space: PlanSpace, counts: _Counts) -> list[Combination]:
+    """Every (setting, d, p, v, ZeRO-1) combination of ``space`` whose whole-model memory can fit, with its
+    lower bound (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
     cap = device.hbm_bytes
+    v_values, z_values, use_all_devices = space.interleave_values, space.zero1, space.use_all_devices
+    per_stage_recompute = space.per_stage_recompute
     combos: list[Combination] = []
     for s, c, cb in combination_entries(costs_by_setting, per_stage_recompute, v_values):
         mixed = isinstance(c, dict)
@@ -217,17 +208,17 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
 
 
 def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: DeviceSpec, shared: _Shared,
-                      overlap_dp: bool, cutoff_s: float, counts: _Counts) -> Candidate | None:
+                      cutoff_s: float, counts: _Counts) -> Candidate | None:
     """The best plan of one combination (None: nothing fits, nothing beats ``cutoff_s``, or a per-stage
     combination whose best uses one mode for all: its uniform combination has that plan). The four solvers:
     per-stage modes with interleaving (fixed partition, ``mixed_interleaved``), per-stage modes without
     (``mixed_dp``), one mode without interleaving (``mixed_dp`` with that one mode), one mode with interleaving (balanced, evaluated)."""
     s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero1, k.num_microbatches
     topo = shared.topo(s.tp, k.sync_ranks, p)
-    cap = device.hbm_bytes
+    cap, overlap_dp = device.hbm_bytes, s.runtime.dp_overlap
     kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m,
               recompute=Recompute.uniform(s.recompute),
-              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, **plan_features(s, overlap_dp))
+              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, runtime=s.runtime)
     if k.mixed and v > 1:
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
@@ -274,18 +265,16 @@ def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float) -> str:
 
 
 def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
-                          global_batch: int, device: DeviceSpec, *, devices: int | None = None,
-                          interleave_values: Iterable[int] = (1, 2, 4), zero1: bool | Iterable[bool] = False,
-                          overlap_dp: bool = True, top_k: int = 5, use_all_devices: bool = False,
-                          cutoff_s: float = math.inf, per_stage_recompute: bool = False
-                          ) -> tuple[list[Candidate], SearchStats, str]:
+                          global_batch: int, device: DeviceSpec, space: PlanSpace, *, devices: int | None = None,
+                          top_k: int = 5, cutoff_s: float = math.inf) -> tuple[list[Candidate], SearchStats, str]:
     """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
     TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute, context
-    parallelism), all d, p, v and ZeRO-1 choices. Per-layer costs are plain floats, so a co-search can call
-    this per chip. Returns (candidates, stats, reason): reason says why nothing fits when candidates is empty.
+    parallelism, and the runtime every plan runs under) and every d, p, v and ZeRO-1 choice of ``space``.
+    Per-layer costs are plain floats, so a co-search can call this per chip. Returns (candidates, stats,
+    reason): reason says why nothing fits when candidates is empty.
     ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
     its incumbent); candidates may then be empty although some plan fits.
-    ``per_stage_recompute``: also search v = 1 plans whose pipeline stages each pick their own mode among
+    With ``space.per_stage_recompute`` also v = 1 plans whose pipeline stages each pick their own mode among
     the settings that differ only in recompute (``phaze.placement.mixed_dp``); each such combination
     adds its best plan when that mixes modes (an all-one-mode optimum is its uniform combination's).
     Steps: ``enumerate_combinations`` (with lower bounds), visit them in bound order, ``solve_combination``
@@ -293,11 +282,8 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     t0 = time.perf_counter()
     N = devices or cluster.num_devices
     L, B = num_blocks, global_batch
-    z_values = (zero1,) if isinstance(zero1, bool) else tuple(dict.fromkeys(zero1))
-    v_values = tuple(sorted(set(int(v) for v in interleave_values)))
     shared, counts = _Shared(cluster), _Counts()
-    combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, v_values, z_values, use_all_devices,
-                                    per_stage_recompute, counts)
+    combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, space, counts)
     combos.sort()  # by (lower bound, order): order is unique, so nothing else is compared
     K = max(1, top_k + 1)
     top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
@@ -305,7 +291,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
         incumbent = -top[0][0] if len(top) >= K else math.inf
         if k.lower_bound_s >= incumbent or k.lower_bound_s >= cutoff_s:
             break
-        cand = solve_combination(k, L, B, cluster, device, shared, overlap_dp, min(incumbent, cutoff_s), counts)
+        cand = solve_combination(k, L, B, cluster, device, shared, min(incumbent, cutoff_s), counts)
         if cand is None:
             continue
         item = (-cand.iteration_time_s, -k.order, cand)
@@ -321,10 +307,10 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
 
 
 def best_plan_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
-                         global_batch: int, device: DeviceSpec, **kw) -> Candidate | None:
+                         global_batch: int, device: DeviceSpec, space: PlanSpace, **kw) -> Candidate | None:
     """The single best plan from plain per-layer costs (None when nothing fits)."""
     kw.setdefault("top_k", 0)
-    cands, _, _ = best_plans_from_costs(costs_by_setting, num_blocks, cluster, global_batch, device, **kw)
+    cands, _, _ = best_plans_from_costs(costs_by_setting, num_blocks, cluster, global_batch, device, space, **kw)
     return cands[0] if cands else None
 
 
@@ -338,30 +324,16 @@ def default_tp_values(model: ModelConfig, cluster: Cluster, devices: int) -> tup
     return tuple(out)
 
 
-def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, *,
-             devices: int | None = None, microbatch_sizes: Iterable[int] = (1, 2, 4, 8, 16),
-             recompute_modes: Iterable[str] = RECOMPUTE_MODES,
-             tp_values: Iterable[int] | None = None, interleave_values: Iterable[int] = (1, 2, 4),
-             sequence_parallel: Iterable[bool] = (False, True), zero1: bool | Iterable[bool] = (False, True),
-             top_k: int = 5, overlap_dp: bool = True, time_model: str = "auto", optimizer: str = "adam",
-             seq_len: int | None = None, use_all_devices: bool = False, baselines: bool = True,
-             per_stage_recompute: bool = True, attention: str = "standard", precision: str = "fp16",
-             tp_overlap: bool = False, memory_reserve_bytes: float = 0.0, cp_values: Iterable[int] = (1,),
-             tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG, grad_dtype: str = DEFAULT_GRAD_DTYPE,
-             optimizer_state: str = DEFAULT_OPTIMIZER_STATE, deterministic: bool = False,
-             grad_accum_fusion: bool = True, **cost_kw) -> PlanResult:
-    """The fastest plan (and ``top_k`` runners-up) for ``model`` on up to ``devices`` accelerators of
-    ``cluster`` with ``global_batch`` sequences per iteration; the baselines are evaluated separately and
-    never affect the result. With >= 2 ``recompute_modes`` and ``per_stage_recompute`` the v = 1 plans may
-    give each pipeline stage its own mode. ZeRO-1 is searched (both choices) by default. ``attention``,
-    ``precision``, ``tp_overlap`` (with sequence parallelism only) and ``overlap_dp`` are the runtime
-    features every plan runs with (``tp_overlap_config``: the userbuffers configuration of the TP overlap,
-    ``grad_dtype``: the gradients' number format, ``optimizer_state``: what Adam keeps per parameter, and
-    ``deterministic``: PyTorch's deterministic mode, ``grad_accum_fusion``: Megatron-LM's gradient-accumulation
-    fusion, none searched: they are how the framework is set up, a
-    numerics choice the user makes); ``memory_reserve_bytes``
-    is HBM no plan may use. Raises InfeasibleError (one line) when nothing fits. ``cp_values``: context-parallel sizes to search (> 1
-    needs flash attention and a sequence divisible by 2 x cp; devices = t x p x cp x d)."""
+def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, runtime: Runtime,
+             space: PlanSpace = PlanSpace(), *, devices: int | None = None, seq_len: int | None = None,
+             top_k: int = 5, baselines: bool = True, time_model: str = "auto", **cost_kw) -> PlanResult:
+    """The fastest plan (and ``top_k`` runners-up) of ``space`` for ``model`` on up to ``devices``
+    accelerators of ``cluster`` with ``global_batch`` sequences per iteration, every plan running under
+    ``runtime`` (kernels, formats, overlaps, optimizer, memory reserve: none of it searched); the baselines
+    are evaluated separately and never affect the result. With >= 2 recompute modes and
+    ``space.per_stage_recompute`` the v = 1 plans may give each pipeline stage its own mode. Raises
+    InfeasibleError (one line) when nothing fits. ``cost_kw``: the layer-cost options of
+    ``compute_layer_costs`` (schedule time limit, schedule cache)."""
     t_start = time.perf_counter()
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
@@ -371,43 +343,30 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
                               f"use --devices <= {cluster.num_devices} or a larger cluster")
     if not isinstance(global_batch, int) or global_batch < 1:
         raise ConfigError(f"global batch must be a positive integer, got {global_batch!r}")
-    tps = default_tp_values(model, cluster, N) if tp_values is None else tuple(tp_values)
+    space = space.for_runtime(runtime)
+    space.check(runtime, seq_len or model.seq_len)
+    tps = default_tp_values(model, cluster, N) if space.tp_values is None else space.tp_values
     for t in tps:
         if not model.valid_tp(t):
             raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: {model.tp_rule}")
-    recompute_modes = tuple(dict.fromkeys(recompute_modes))
-    if attention == "flash" and "none" in recompute_modes and "selective" in recompute_modes:
-        # a flash kernel stores no score matrix: selective recompute keeps what "none" keeps and re-runs
-        # nothing more, so its plans would repeat the "none" ones
-        recompute_modes = tuple(r for r in recompute_modes if r != "selective")
-    cps = tuple(dict.fromkeys(int(c) for c in cp_values))
-    if any(c < 1 for c in cps):
-        raise ConfigError(f"context-parallel sizes must be positive, got {cps}")
-    if any(c > 1 for c in cps) and attention != "flash":
-        raise ConfigError("context parallelism needs flash attention (ring attention on the fused kernel)")
     costs: dict[TrainSetting, LayerCosts] = {}
-    for mbs in microbatch_choices(model, microbatch_sizes):
+    for mbs in microbatch_choices(model, space.microbatch_sizes):
         if global_batch % mbs:
             continue
         for t in tps:
             tier = cluster.tier_for_group(t, 1, "tp")
-            for cp in cps:
+            for cp in space.cp_values:
                 if t * cp > N:
                     continue
                 cp_tier = cluster.tier_for_group(cp, t, "cp") if cp > 1 else None
-                for sp in dict.fromkeys(bool(x) and t > 1 for x in sequence_parallel):
-                    for rc in recompute_modes:
-                        s = setting_for(model, mbs, t, sp, rc, seq_len, attention=attention, precision=precision,
-                                        tp_overlap=tp_overlap, cp=cp, tp_overlap_config=tp_overlap_config,
-                                        grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                                        deterministic=deterministic, grad_accum_fusion=grad_accum_fusion)
-                        costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, optimizer,
+                for sp in dict.fromkeys(bool(x) and t > 1 for x in space.sequence_parallel):
+                    for rc in space.recompute_modes:
+                        s = setting_for(model, mbs, t, sp, rc, seq_len, runtime=runtime, cp=cp)
+                        costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model,
                                                        cp_tier=cp_tier, **cost_kw)
-    device = DeviceSpec.of(accelerator, memory_reserve_bytes)
-    cands, stats, reason = best_plans_from_costs(
-        costs, model.num_layers, cluster, global_batch, device, devices=N, interleave_values=interleave_values,
-        zero1=zero1, overlap_dp=overlap_dp, top_k=top_k, use_all_devices=use_all_devices,
-        per_stage_recompute=per_stage_recompute)
+    device = DeviceSpec.of(accelerator, runtime.memory_reserve_bytes)
+    cands, stats, reason = best_plans_from_costs(costs, model.num_layers, cluster, global_batch, device, space,
+                                                 devices=N, top_k=top_k)
     if not cands:
         raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
     s_len = seq_len or model.seq_len
@@ -416,7 +375,7 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     for cand in cands:
         tm = (cand.costs if isinstance(cand.costs, LayerCosts) else next(iter(cand.costs.values()))).time_model
         ev = evaluate_costs(cand.plan, cand.costs, cluster, global_batch, device, num_blocks=model.num_layers,
-                            model_flops_per_sequence=flops, seq_len=s_len, overlap_dp=overlap_dp, time_model=tm)
+                            model_flops_per_sequence=flops, seq_len=s_len, time_model=tm)
         if not (ev.fits and math.isclose(ev.iteration_time_s, cand.iteration_time_s, rel_tol=1e-9, abs_tol=1e-12)):
             raise AssertionError(f"placement bug: optimizer and evaluate disagree on {cand.plan.describe()}: "
                                  f"{cand.iteration_time_s} vs {ev.iteration_time_s} (fits={ev.fits})")
@@ -424,13 +383,8 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     base = ()
     if baselines:
         from phaze.placement.baseline_plans import evaluate_baselines
-        base = evaluate_baselines(model, accelerator, cluster, global_batch, devices=N, time_model=time_model,
-                                  optimizer=optimizer, seq_len=seq_len, memory_reserve_bytes=memory_reserve_bytes,
-                                  features=dict(attention=attention, precision=precision, tp_overlap=tp_overlap,
-                                                dp_overlap=overlap_dp, tp_overlap_config=tp_overlap_config,
-                                                grad_dtype=grad_dtype, optimizer_state=optimizer_state,
-                                                deterministic=deterministic,
-                                                grad_accum_fusion=grad_accum_fusion),
-                                  **cost_kw)
+        base = evaluate_baselines(model, accelerator, cluster, global_batch, runtime, devices=N,
+                                  time_model=time_model, seq_len=seq_len, **cost_kw)
     stats = replace(stats, wall_time_s=time.perf_counter() - t_start)
-    return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats)
+    return PlanResult(best=evals[0], alternatives=tuple(evals[1:top_k + 1]), baselines=tuple(base), stats=stats,
+                      space=space)

@@ -12,10 +12,8 @@ from typing import Iterable, Mapping
 
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
-from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE,
-                                   DETERMINISTIC_TP_OVERLAP_ERROR,
-                                   DEFAULT_TP_OVERLAP_CONFIG, GRAD_DTYPES, OPTIMIZER_STATES,
-                                   PRECISIONS)
+from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG
+from phaze.workload.runtime import PlanSpace, Runtime
 
 
 @dataclass(frozen=True)
@@ -28,21 +26,10 @@ class Plan:
     ``Recompute``, one mode for every stage or one per pipeline device stage. ``zero1`` shards the optimizer
     state (and its update) over the d data-parallel ranks (ZeRO stage 1 / Megatron distributed optimizer).
 
-    Runtime features: ``attention`` ("standard" stores the score matrix, "flash" never does and has its own
-    time model), ``precision`` (fp16 / bf16 / fp8 GEMMs of the linear layers), ``tp_overlap`` (TP
-    collectives overlapped with their GEMMs; needs sequence parallelism; ``tp_overlap_config`` names the
-    Transformer Engine userbuffers configuration it runs with, ``phaze.cost.userbuffers``), ``dp_overlap`` (the gradient
-    reduce overlapped with the last backward, bucketed; with ZeRO-1 also the parameter all-gather with the
-    next step's first forward, as Megatron-Core's ``overlap_param_gather``), ``cp`` (context parallelism: each sequence split
-    over cp devices, ring attention between them; devices = p * t * cp * d, numbered tp, cp, dp, pp),
-    ``grad_dtype`` (the gradient buffer's format with Adam, "fp32" or "bf16": its bytes in memory, the DP
-    reduce, the wgrad accumulation and the optimizer step; ``phaze.workload.memory.ADAM_GRAD_BYTES``),
-    ``optimizer_state`` (what Adam keeps per parameter: "fp32" master + m + v, "fp32-remainders",
-    "bf16-master", "bf16"; its bytes in memory and in the optimizer step;
-    ``phaze.workload.memory.ADAM_STATE_BYTES``), ``deterministic`` (PyTorch's deterministic mode, as Megatron-LM's
-    ``--deterministic-mode``: every allocation filled, ``phaze.cost.gpu_determinism``; no TP overlap),
-    ``grad_accum_fusion`` (Megatron-LM's gradient-accumulation fusion; False as ``--no-gradient-accumulation-fusion``:
-    each wgrad GEMM writes a fresh gradient that is added into the buffer, ``phaze.cost.gpu_layer.grad_accumulate_s``).
+    ``cp``: context parallelism (each sequence split over cp devices, ring attention between them; devices =
+    p * t * cp * d, numbered tp, cp, dp, pp). ``runtime``: the ``Runtime`` the plan runs under (attention
+    kernel, number formats, overlaps, determinism, fusion, memory reserve); its fields read as the plan's own
+    (``plan.attention`` is ``plan.runtime.attention``).
     """
 
     stages: tuple[tuple[int, int], ...]
@@ -54,47 +41,21 @@ class Plan:
     sequence_parallel: bool = False
     interleave: int = 1
     zero1: bool = False
-    attention: str = "standard"
-    precision: str = "fp16"
-    tp_overlap: bool = False
-    dp_overlap: bool = False
     cp: int = 1
-    tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
-    grad_dtype: str = DEFAULT_GRAD_DTYPE
-    optimizer_state: str = DEFAULT_OPTIMIZER_STATE
-    deterministic: bool = False
-    grad_accum_fusion: bool = True
+    runtime: Runtime = field(kw_only=True)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.runtime, Runtime):
+            raise ConfigError(f"plan: runtime must be a Runtime, got {self.runtime!r}")
         from phaze.cost.userbuffers import get_ub_config
         get_ub_config(self.tp_overlap_config)  # ConfigError naming the known configurations
         if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
             raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
-        if self.cp > 1 and self.attention != "flash":
-            raise ConfigError("plan: context parallelism needs flash attention (ring attention on the fused "
-                              "kernel); use --attention flash")
-        if self.attention not in ATTENTION_KINDS:
-            raise ConfigError(f"plan: attention must be one of {', '.join(ATTENTION_KINDS)}, got {self.attention!r}")
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"plan: precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}")
-        if self.grad_dtype not in GRAD_DTYPES:
-            raise ConfigError(f"plan: grad_dtype must be one of {', '.join(GRAD_DTYPES)}, got {self.grad_dtype!r}")
-        if self.optimizer_state not in OPTIMIZER_STATES:
-            raise ConfigError(f"plan: optimizer_state must be one of {', '.join(OPTIMIZER_STATES)}, "
-                              f"got {self.optimizer_state!r}")
-        if not isinstance(self.deterministic, bool):
-            raise ConfigError(f"plan: deterministic must be true or false, got {self.deterministic!r}")
-        if self.deterministic and self.tp_overlap and self.tp > 1:
-            raise ConfigError(f"plan: {DETERMINISTIC_TP_OVERLAP_ERROR}")
-        if not isinstance(self.grad_accum_fusion, bool):
-            raise ConfigError(f"plan: grad_accum_fusion must be true or false, got {self.grad_accum_fusion!r}")
-        if self.tp_overlap and self.tp > 1 and not self.sequence_parallel:
-            raise ConfigError("plan: tensor-parallel overlap needs sequence parallelism (Transformer Engine overlaps "
-                              "the all-gather / reduce-scatter pairs of SP); add --sequence-parallel")
         for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"plan: '{f}' must be a positive integer, got {v!r}")
+        self.runtime.check_shape(tp=self.tp, sequence_parallel=self.sequence_parallel, cp=self.cp, what="plan: ")
         st = tuple(tuple(int(x) for x in r) for r in self.stages)
         object.__setattr__(self, "stages", st)
         if not st:
@@ -114,6 +75,17 @@ class Plan:
                               f"got {self.recompute!r}")
         if self.recompute.stages not in (1, self.pp):
             raise ConfigError(f"plan: {self.recompute.stages} per-stage recompute modes for {self.pp} pipeline stages")
+
+    # the runtime's fields, read by name (the plan runs under its runtime)
+    attention = property(lambda self: self.runtime.attention)
+    precision = property(lambda self: self.runtime.precision)
+    tp_overlap = property(lambda self: self.runtime.tp_overlap)
+    tp_overlap_config = property(lambda self: self.runtime.tp_overlap_config)
+    dp_overlap = property(lambda self: self.runtime.dp_overlap)
+    grad_dtype = property(lambda self: self.runtime.grad_dtype)
+    optimizer_state = property(lambda self: self.runtime.optimizer_state)
+    deterministic = property(lambda self: self.runtime.deterministic)
+    grad_accum_fusion = property(lambda self: self.runtime.grad_accum_fusion)
 
     @property
     def pp(self) -> int:
@@ -177,25 +149,28 @@ class Plan:
         return s
 
     def to_dict(self) -> dict:
+        """The plan as plain data: its shape, its runtime's fields under their own names, its stages."""
         return {"pp": self.pp, "tp": self.tp, "dp": self.dp, "microbatch_size": self.microbatch_size,
                 "num_microbatches": self.num_microbatches,
                 "recompute": self.recompute.to_json(),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
-                "zero1": self.zero1, "attention": self.attention, "precision": self.precision,
-                "tp_overlap": self.tp_overlap, "tp_overlap_config": self.tp_overlap_config,
-                "dp_overlap": self.dp_overlap, "cp": self.cp, "grad_dtype": self.grad_dtype,
-                "optimizer_state": self.optimizer_state, "deterministic": self.deterministic,
-                "grad_accum_fusion": self.grad_accum_fusion,
+                "zero1": self.zero1, "cp": self.cp, **self.runtime.to_dict(),
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Plan":
+    def from_dict(cls, d: Mapping, runtime_default: Runtime | None = None) -> "Plan":
         """The plan ``to_dict`` wrote (derived keys such as pp and devices are ignored; recompute as a plain
-        mode or a per-stage list, as stored files hold it)."""
-        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)}}
-        kw["stages"] = tuple(tuple(r) for r in kw["stages"])
+        mode or a per-stage list, as stored files hold it; the runtime from its fields, those missing from
+        ``runtime_default``, else ``Runtime()``)."""
+        if not isinstance(d, Mapping) or "stages" not in d:
+            raise ConfigError("plan: a stored plan needs its 'stages' (as `phaze plan --json` writes it)")
+        kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)} and k != "runtime"}
+        try:
+            kw["stages"] = tuple(tuple(r) for r in kw["stages"])
+        except TypeError:
+            raise ConfigError(f"plan: 'stages' must be a list of [first, last] ranges, got {d['stages']!r}") from None
         kw["recompute"] = Recompute.parse(kw.get("recompute", "none"), what="plan: recompute")
-        return cls(**kw)
+        return cls(**kw, runtime=Runtime.from_dict(d, runtime_default))
 
     @classmethod
     def balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
@@ -339,6 +314,12 @@ class PlanResult:
     alternatives: tuple[Evaluation, ...]
     baselines: tuple[BaselineResult, ...] = ()
     stats: SearchStats | None = field(default=None, compare=False)
+    space: PlanSpace | None = field(default=None, compare=False)  # the plan space searched
+
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime every plan of the result runs under."""
+        return self.best.plan.runtime
 
     def to_dict(self) -> dict:
         def base(b: BaselineResult) -> dict:

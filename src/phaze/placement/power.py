@@ -27,7 +27,8 @@ def _graphs(model: ModelConfig, plan, mode: str):
     from phaze.placement.layer_costs import setting_for
     from phaze.workload.graphs import layer_graph
 
-    s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode)
+    s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, runtime=plan.runtime,
+                    cp=plan.cp)
     return {(k, d): layer_graph(model, s, k, d) for k in ("embedding", "block", "head") for d in ("fwd", "bwd")}
 
 

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from phaze.errors import ConfigError, PhazeError
-from phaze.report.details import PlanDetail, iteration_parts, plan_detail, search_details
+from phaze.report.details import iteration_parts
 from phaze.report.html_figures import pareto_chart, plan_figures, schedule_figures, si_s
 from phaze.report.html_page import Section, kv_table, note, page, pct, table, times
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, hbars
@@ -61,7 +61,7 @@ def _extra(d: dict, known: set[str]) -> list[str]:
 
 # ---- a plan's pictures (shared by the search and plan reports) ------------------------------------------
 
-def _plan_sections(details: list[PlanDetail], who: str) -> list[Section]:
+def _plan_sections(details: list, who: str) -> list[Section]:
     plan_body, sched_body = [], []
     for d in details:
         ev = d.evaluation
@@ -199,13 +199,13 @@ def _search_counts(res) -> str:
     return out
 
 
-def search_report_html(res, all_rows: list[dict] | None = None, details: list[PlanDetail] | None = None) -> str:
+def search_report_html(res, all_rows: list[dict] | None = None, details: list | None = None) -> str:
     """The page for a co-search result. ``all_rows``: every exactly evaluated candidate (default: the front);
-    ``details``: the winner's plans evaluated again (default: computed here)."""
+    ``details``: the winner's plans evaluated again (``phaze.search.details.search_details``; none: no plan
+    pictures)."""
     from phaze.report.setting import search_setting
 
-    if details is None:
-        details = search_details(res.spec, res.best) if res.best is not None else []
+    details = details or []
     names = ", ".join(m["name"] for m in res.spec["models"])
     sections = [Section("answer", "The answer", _search_answer(res)),
                 Section("assumptions", "Assumptions", kv_table(search_setting(res.spec))),
@@ -219,7 +219,7 @@ def search_report_html(res, all_rows: list[dict] | None = None, details: list[Pl
 
 
 def write_search_report(res, path: str, all_rows: list[dict] | None = None,
-                        details: list[PlanDetail] | None = None) -> str:
+                        details: list | None = None) -> str:
     """Write the co-search report to ``path`` (.html); returns the path."""
     check_output_path(path)
     return _write(path, search_report_html(res, all_rows, details))
@@ -235,7 +235,7 @@ def _eval_row(label: str, ev: dict | None, describe: str, best_tput: float, reas
             times(ev["throughput_seq_per_s"] / best_tput if best_tput else None), pct(ev["mfu"]), fits]
 
 
-def plan_report_html(result, setting: list[tuple[str, str]], detail: PlanDetail) -> str:
+def plan_report_html(result, setting: list[tuple[str, str]], detail) -> str:
     best = result.best
     ev = detail.evaluation
     bt = best.throughput_seq_per_s
@@ -268,13 +268,10 @@ def setting_value(setting: list[tuple[str, str]], key: str) -> str:
     return next((v for k, v in setting if k == key), "")
 
 
-def write_plan_report(result, path: str, *, model, accelerator, cluster, global_batch: int, devices: int,
-                      setting: list[tuple[str, str]]) -> str:
-    """Write the ``phaze plan`` report to ``path`` (.html); returns the path."""
+def write_plan_report(result, path: str, detail, setting: list[tuple[str, str]]) -> str:
+    """Write the ``phaze plan`` report to ``path`` (.html); returns the path. ``detail``: the best plan's
+    ``phaze.placement.detail.PlanDetail`` (its evaluation and block schedules)."""
     check_output_path(path)
-    best = result.best
-    detail = plan_detail(model, accelerator, cluster, global_batch, best.plan, devices_given=devices,
-                         evaluation=best.to_dict())
     return _write(path, plan_report_html(result, setting, detail))
 
 

@@ -2,7 +2,7 @@
 (a Gantt chart per core kind) and the Pareto front, as inline SVG strings."""
 from __future__ import annotations
 
-from phaze.report.details import LayerGantt, PlanDetail, iteration_parts
+from phaze.report.details import iteration_parts
 from phaze.report.svg import (BLUE, GREEN, GREY, ORANGE, PURPLE, SKY, VERMILLION, YELLOW, Axes, Frame, Series, esc,
                               hbars, scatter, svg)
 from phaze.units import GiB
@@ -158,7 +158,7 @@ def _pack(ops) -> list[list]:
     return rows
 
 
-def gantt(g: LayerGantt, cores: dict[str, int], title: str) -> str:
+def gantt(g, cores: dict[str, int], title: str) -> str:
     """One lane per core kind; ops running at once in a kind get sub-rows; a bar's opacity is the share of
     that kind's cores the op uses (hover for its name, cores and times)."""
     lanes = [(k, _pack([o for o in g.ops if o.kind == k])) for k in ("tc", "vc", "net")]
@@ -193,12 +193,12 @@ def gantt(g: LayerGantt, cores: dict[str, int], title: str) -> str:
     return svg(frame, "\n".join(body), title)
 
 
-def plan_figures(d: PlanDetail) -> list[str]:
+def plan_figures(d) -> list[str]:
     ev = d.evaluation
     return [device_map(ev, d.devices_given), time_breakdown(ev), stage_times(ev), stage_memory(ev), stage_bubble(ev)]
 
 
-def busy_shares(g: LayerGantt, cores: dict[str, int]) -> dict[str, float]:
+def busy_shares(g, cores: dict[str, int]) -> dict[str, float]:
     """Per core kind: busy core-seconds over (cores x makespan), the share of that kind's capacity used."""
     out = {}
     for k, n in cores.items():
@@ -207,7 +207,7 @@ def busy_shares(g: LayerGantt, cores: dict[str, int]) -> dict[str, float]:
     return out
 
 
-def schedule_figures(d: PlanDetail) -> list[str]:
+def schedule_figures(d) -> list[str]:
     acc = d.accelerator
     cores = {"tc": acc.num_tc, "vc": acc.num_vc, "net": 1}
     out = []

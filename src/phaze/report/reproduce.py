@@ -114,7 +114,7 @@ def write_outputs(result, prefix: str) -> list[str]:
 
 def spotlight_tables(res) -> list:
     """``phaze search --baseline spotlight``: the chip found, its plans, the TPUv4-like reference, the search."""
-    from phaze.search.reproduce import chip_text
+    from phaze.hardware.accelerator import chip_text
 
     sp, ref = res.search, res.reference
     rt = ref["best_seq_per_s"] or 0.0

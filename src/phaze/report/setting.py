@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import fields
 from phaze.units import GiB, MiB
-from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG
 from phaze.workload.memory import ADAM_STATE_BYTES
 
 
@@ -82,31 +81,29 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _runtime_rows(rt: dict) -> list[tuple[str, str]]:
-    """The runtime features every plan runs with (``phaze plan`` flags)."""
-    if not rt:
-        return []
+def _runtime_rows(rt, usable_bytes: float) -> list[tuple[str, str]]:
+    """The runtime every plan runs with (a ``phaze.workload.runtime.Runtime``: ``phaze plan``'s flags)."""
     att = {"flash": "flash (fused kernel, no score matrix stored; selective recompute = none)",
-           "standard": "standard (the score matrix is stored for the backward)"}[rt["attention"]]
-    return [("attention", att), ("precision", rt["precision"]),
+           "standard": "standard (the score matrix is stored for the backward)"}[rt.attention]
+    return [("attention", att), ("precision", rt.precision),
             ("TP overlap", f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
-                           f"configuration {rt.get('tp_overlap_config', DEFAULT_TP_OVERLAP_CONFIG)}"
-             if rt["tp_overlap"] else "off: TP collectives block"),
+                           f"configuration {rt.tp_overlap_config}"
+             if rt.tp_overlap else "off: TP collectives block"),
             ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
-             if rt["dp_overlap"]
+             if rt.dp_overlap
              else "off: the gradient reduce runs after the backward"),
             ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation"
-             if rt.get("grad_dtype", DEFAULT_GRAD_DTYPE) == "bf16"
+             if rt.grad_dtype == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
-            ("Adam state", _ADAM_STATE_TEXT[rt.get("optimizer_state", DEFAULT_OPTIMIZER_STATE)]),
+            ("Adam state", _ADAM_STATE_TEXT[rt.optimizer_state]),
             ("deterministic mode", "on: PyTorch fills every allocation (Megatron-LM --deterministic-mode); on an "
                                    "A100 FlashAttention-2's deterministic backward (cuDNN's on an H100 not costed)"
-             if rt.get("deterministic") else "off"),
+             if rt.deterministic else "off"),
             ("gradient-accumulation fusion", "on: the wgrad GEMMs add into the gradient buffer"
-             if rt.get("grad_accum_fusion", True)
+             if rt.grad_accum_fusion
              else "off: each wgrad GEMM writes a fresh gradient that is then added into the buffer"),
-            ("memory reserve", f"{rt['memory_reserve_bytes'] / GiB:g} GiB per device kept free (usable "
-                               f"{rt['usable_bytes'] / GiB:.4g} GiB)")]
+            ("memory reserve", f"{rt.memory_reserve_bytes / GiB:g} GiB per device kept free (usable "
+                               f"{usable_bytes / GiB:.4g} GiB)")]
 
 
 _ADAM_STATE_WHAT = {
@@ -118,19 +115,14 @@ _ADAM_STATE_WHAT = {
 _ADAM_STATE_TEXT = {k: f"{k}: {v}, {ADAM_STATE_BYTES[k]} B per parameter" for k, v in _ADAM_STATE_WHAT.items()}
 
 
-def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None = None,
-                 microbatch_sizes=None, recompute_modes=None, runtime: dict | None = None) -> list[tuple[str, str]]:
-    """Rows for ``phaze plan`` (the plan space shown is ``phaze.placement.optimize``'s defaults unless given)."""
-    import inspect
-
-    from phaze.placement import optimize
-    from phaze.placement.layer_costs import default_time_model
+def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, seq_len: int | None, space, runtime,
+                 time_model: str) -> list[tuple[str, str]]:
+    """Rows for ``phaze plan``: the plan space searched (a ``PlanSpace``), the ``runtime`` every plan ran
+    with, and the ``time_model`` its layers were costed with (what the result carries)."""
     from phaze.workload.memory import param_count
 
-    d = {k: v.default for k, v in inspect.signature(optimize).parameters.items()}
-    tm = default_time_model(accelerator)
-
     acc = accelerator
+    tps = _vals(space.tp_values) if space.tp_values else "every valid width"
     return [("model", f"{model.name} ({param_count(model) / 1e9:.3g} B parameters, {model.num_layers} blocks)"),
             ("sequence length", str(seq_len or model.seq_len)),
             ("accelerator", f"{acc.name}: {acc.num_tc} tensor cores of {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc} "
@@ -138,11 +130,15 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
                             f"at {_si(acc.hbm_bandwidth_Bps, 'B/s')}, peak {_si(acc.peak_matrix_flops, 'FLOP/s')}"),
             ("devices", str(devices)), ("global batch (sequences)", str(global_batch)),
             ("cluster", cluster_text(cluster)),
-            ("microbatch sizes", _vals(microbatch_sizes or d["microbatch_sizes"])),
-            ("recompute modes", _vals(recompute_modes or d["recompute_modes"]) + " (one per plan, or one per stage)"),
-            ("plan space", f"tensor-parallel: every valid width; interleaving {_vals(d['interleave_values'])}; "
-                           f"sequence parallelism off/on; ZeRO-1 (distributed optimizer) off/on; up to {devices} "
-                           f"devices (fewer when that is faster)"),
-            *_runtime_rows(runtime or {}),
-            ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if tm == "sequential"
+            ("microbatch sizes", _vals(space.microbatch_sizes)),
+            ("recompute modes", _vals(space.recompute_modes) + (" (one per plan, or one per stage)"
+                                                                 if space.per_stage_recompute else " (one per plan)")),
+            ("plan space", f"tensor-parallel: {tps}; interleaving {_vals(space.interleave_values)}; "
+                           f"sequence parallelism {'/'.join('on' if x else 'off' for x in space.sequence_parallel)}; "
+                           f"ZeRO-1 (distributed optimizer) {'/'.join('on' if x else 'off' for x in space.zero1)}; "
+                           f"context parallelism {_vals(space.cp_values)}; "
+                           + (f"all {devices} devices" if space.use_all_devices
+                              else f"up to {devices} devices (fewer when that is faster)")),
+            *_runtime_rows(runtime, accelerator.hbm_bytes - runtime.memory_reserve_bytes),
+            ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if time_model == "sequential"
              else "optimal per-layer schedules on tensor and vector cores")]

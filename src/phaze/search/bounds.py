@@ -21,7 +21,8 @@ from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
 from phaze.search.spec import SearchSpec
 from phaze.units import GiB
-from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 
 KINDS = LAYER_KINDS

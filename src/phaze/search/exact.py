@@ -24,6 +24,7 @@ from phaze.search.bounds import SLOTS, with_times
 from phaze.units import GiB
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
+from phaze.workload.runtime import PAPER_PLAN_SPACE
 
 _CACHE = ScheduleCache()  # one per worker process: identical layer problems are solved once
 # a layer whose vectorized upper and lower time bounds agree to this (relative; float64 rounding of sums of
@@ -106,9 +107,14 @@ def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float 
     return _DP_MEMO[key]
 
 
+# the partition search per chip: v = 1, ZeRO-1 off, one recompute mode per plan (the paper's plan space; the
+# microbatch sizes, widths and recompute modes are in the settings costed, ``SearchSpec.settings``)
+CHIP_PLAN_SPACE = PAPER_PLAN_SPACE
+
+
 def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float):
     return best_plan_from_costs(costs, mt.model.num_layers, task.cluster, task.global_batch,
-                                _device(task.accelerator, gib), devices=task.devices, interleave_values=(1,),
+                                _device(task.accelerator, gib), CHIP_PLAN_SPACE, devices=task.devices,
                                 cutoff_s=cutoff_s)
 
 

@@ -21,20 +21,16 @@ def chip_facts(acc: Accelerator) -> dict:
             "peak_power_w": float(peak_power_w(acc))}
 
 
-def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, global_batch: int) -> dict:
-    """power_w, energy_j, bound and time_by_bound_s of one model's best plan on ``acc`` (empty if none)."""
+def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, global_batch: int, runtime) -> dict:
+    """power_w, energy_j, bound and time_by_bound_s of one model's best plan on ``acc`` (empty if none), the
+    plan under the runtime it was found with (its stored fields; ``runtime`` for fields a store lacks)."""
     if not plan_json:
         return {}
     from phaze.placement.evaluation import evaluate
     from phaze.placement.plan import Plan
-    from phaze.placement.recompute import Recompute
     from phaze.placement.power import plan_power
 
-    plan = Plan(stages=tuple(tuple(r) for r in plan_json["stages"]), tp=plan_json["tp"], dp=plan_json["dp"],
-                microbatch_size=plan_json["microbatch_size"], num_microbatches=plan_json["num_microbatches"],
-                recompute=Recompute.parse(plan_json["recompute"], what="stored plan: recompute"),
-                sequence_parallel=plan_json["sequence_parallel"], interleave=plan_json["interleave"],
-                zero1=plan_json["zero1"])
+    plan = Plan.from_dict(plan_json, runtime_default=runtime)
     ev = evaluate(plan, model, acc, cluster, global_batch)
     tier = cluster.tier_for_group(plan.tp) if plan.tp > 1 else None
     p = plan_power(model, acc, ev, tier)
@@ -50,7 +46,7 @@ def enrich_row(row: dict, acc: Accelerator, spec, cluster) -> dict:
     outs = []
     for o in row.get("outcomes", []):
         m = models.get(o.get("model"))
-        outs.append(dict(o, **(outcome_facts(m, acc, o.get("plan_json"), cluster, spec.global_batch) if m else {})))
+        outs.append(dict(o, **(outcome_facts(m, acc, o.get("plan_json"), cluster, spec.global_batch, spec.runtime) if m else {})))
     if "outcomes" in row:
         out["outcomes"] = outs
         pw = [o.get("power_w") for o in outs if o.get("power_w") is not None]

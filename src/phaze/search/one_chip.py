@@ -16,7 +16,8 @@ import numpy as np
 from phaze.hardware.accelerator import Accelerator, ArchArrays
 from phaze.schedule import ScheduleCache, build_problem, layer_time_bounds, solve_cached
 from phaze.search.bounds import SLOTS
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.traced import microbatch_choices
 

@@ -17,6 +17,7 @@ from phaze.errors import InfeasibleError, StoreError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.area import area_mm2
 from phaze.hardware.presets import get_cluster
+from phaze.hardware.accelerator import chip_text  # noqa: F401 (re-exported)
 from phaze.hardware.space import enumerate_space
 from phaze.placement.baseline_plans import PAPER_PLANS
 from phaze.progress import Progress
@@ -76,14 +77,6 @@ class ReproduceResult:
     model_counts: dict = field(default_factory=dict)
 
 
-def chip_text(acc: Accelerator) -> str:
-    glb = f"GLB {acc.glb_bytes // MiB} MiB"
-    if acc.has_hierarchy:
-        glb += (f" ({acc.glb_banks} x {acc.glb_bank_width_bytes} B/cycle), TC buffers {acc.tc_operand_bytes // 1024}"
-                f"+{acc.tc_acc_bytes // 1024} KiB, {acc.noc} {acc.noc_link_bytes} B")
-    return f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, {glb}"
-
-
 def area_split(acc: Accelerator) -> str | None:
     """Shares of the chip's area: compute (MACs and lanes), core SRAM (operand buffers, accumulators), GLB,
     on-chip network (chips with the hierarchy; None for the paper's template)."""
@@ -126,7 +119,7 @@ def chip_plans(model, accelerator: Accelerator, spec: SearchSpec, cluster, hbm_g
         if not paper_plan:
             paper["plan"] = "not evaluated"
             continue
-        b = paper_baseline(model, acc, cluster, spec.global_batch, schedule_cache=cache)
+        b = paper_baseline(model, acc, cluster, spec.global_batch, spec.paper_plan_runtime, schedule_cache=cache)
         if b.fits and b.evaluation.throughput_seq_per_s > paper["throughput_seq_per_s"]:
             paper.update(throughput_seq_per_s=b.evaluation.throughput_seq_per_s,
                          iteration_time_s=b.evaluation.iteration_time_s, plan=b.plan.describe(), hbm_gib=gib)
@@ -214,7 +207,7 @@ def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
     numbers only)."""
     from phaze.placement.baseline_plans import paper_baseline
 
-    b = paper_baseline(model, chip, cluster, spec.global_batch)
+    b = paper_baseline(model, chip, cluster, spec.global_batch, spec.paper_plan_runtime)
     return _power(model, chip, b.evaluation, cluster) if b.fits else {"power_w": None, "bound": None}
 
 

@@ -39,16 +39,12 @@ class SearchResult:
 
 
 def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None):
-    """A fixed chip's best plan in the co-search's plan space (v = 1, no sequence parallelism, no ZeRO-1,
-    one recompute mode per plan): what the TPUv4-like reference and the Spotlight-style chip are scored by."""
+    """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
+    ``spec.runtime``): what the TPUv4-like reference and the Spotlight-style chip are scored by."""
     from phaze.placement import optimize
 
-    return optimize(model, chip, cluster, spec.global_batch, devices=spec.devices,
-                    microbatch_sizes=spec.microbatch_sizes, recompute_modes=spec.recompute_modes,
-                    tp_values=spec.tp_values, interleave_values=(1,), sequence_parallel=(False,), top_k=0,
-                    baselines=False, optimizer=spec.optimizer, per_stage_recompute=False,
-                    schedule_cache=schedule_cache,
-                    zero1=False)  # the co-search plan space has no ZeRO-1 (optimize searches it by default)
+    return optimize(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space, devices=spec.devices,
+                    top_k=0, baselines=False, schedule_cache=schedule_cache)
 
 
 def reference_at_hbm(spec: SearchSpec, cluster, refs: list[dict], hbm_gib: float) -> list[dict]:
@@ -96,7 +92,7 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
                        glb_demand_Bps=pw["glb_demand_Bps"])
         except InfeasibleError as err:
             ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
-        b = paper_baseline(m, chip, cluster, spec.global_batch)
+        b = paper_baseline(m, chip, cluster, spec.global_batch, spec.paper_plan_runtime)
         ev = b.evaluation
         ref.update(paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
                    paper_plan=b.plan.describe() if b.plan is not None else b.reason,

@@ -5,6 +5,8 @@ global batch 4096, the default space under the TPUv4-like budget, HBM 32/64/80 G
 """
 from __future__ import annotations
 
+import math
+
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -12,7 +14,8 @@ from dataclasses import dataclass, field
 from phaze.errors import ConfigError
 from phaze.hardware.space import DesignSpace
 from phaze.limits import check_all
-from phaze.workload.config import RECOMPUTE_MODES, ModelConfig, TrainSetting
+from phaze.workload.config import RECOMPUTE_MODES, ModelConfig
+from phaze.workload.runtime import PAPER_PLAN_SPACE, PAPER_RUNTIME, PlanSpace, Runtime, TrainSetting
 from phaze.workload.traced import microbatch_choices
 
 
@@ -49,8 +52,9 @@ class SearchSpec:
         from phaze.search.objective import OBJECTIVES
         if self.objective not in OBJECTIVES:
             raise ConfigError(f"--objective: unknown objective {self.objective!r}; use {', '.join(OBJECTIVES)}")
-        if self.tdp_w is not None and not (isinstance(self.tdp_w, (int, float)) and self.tdp_w > 0):
-            raise ConfigError(f"--tdp-w must be a positive number of watts, got {self.tdp_w!r}")
+        if self.tdp_w is not None and not (isinstance(self.tdp_w, (int, float)) and not isinstance(self.tdp_w, bool)
+                                           and math.isfinite(self.tdp_w) and self.tdp_w > 0):
+            raise ConfigError(f"--tdp-w must be a positive finite number of watts, got {self.tdp_w!r}")
         if (self.objective == "perf-per-watt" or self.tdp_w is not None) and self.space.template != "chip":
             raise ConfigError("--objective perf-per-watt and --tdp-w need a space with the on-chip hierarchy "
                               "(the paper's template has no power model); drop --space paper")
@@ -65,6 +69,26 @@ class SearchSpec:
         check_all(devices=self.devices, global_batch=self.global_batch, hbm_gib=self.hbm_gib,
                   mbs=self.microbatch_sizes, tp=self.tp_values)
 
+    @property
+    def runtime(self) -> Runtime:
+        """The runtime every chip's plans run under: the paper's (``PAPER_RUNTIME``) with this optimizer."""
+        return PAPER_RUNTIME.with_(optimizer=self.optimizer)
+
+    @property
+    def paper_plan_runtime(self) -> Runtime:
+        """The runtime the paper's fixed plans are scored under: ``runtime`` with the gradient reduce after the
+        backward (no DP overlap), as the references have always been evaluated (``Plan``'s former default;
+        the README's and docs/changes.md's paper-plan figures)."""
+        return self.runtime.with_(dp_overlap=False)
+
+    @property
+    def plan_space(self) -> PlanSpace:
+        """The plan space each chip is scored with: the paper's (v = 1, no sequence parallelism, no ZeRO-1, one
+        recompute mode per plan) over this search's microbatch sizes, tensor-parallel widths and recompute
+        modes."""
+        return PAPER_PLAN_SPACE.with_(microbatch_sizes=self.microbatch_sizes, recompute_modes=self.recompute_modes,
+                                      tp_values=self.tp_values)
+
     def settings(self, model: ModelConfig) -> tuple[TrainSetting, ...]:
         """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism,
         as in the paper)."""
@@ -77,7 +101,8 @@ class SearchSpec:
                 if self.global_batch % mbs:
                     continue
                 for rc in self.recompute_modes:
-                    out.append(TrainSetting(microbatch_size=mbs, seq_len=model.seq_len, tp=t, recompute=rc))
+                    out.append(TrainSetting(microbatch_size=mbs, seq_len=model.seq_len, tp=t, recompute=rc,
+                                            runtime=self.runtime))
         if not out:
             raise ConfigError(f"no valid (microbatch, tp) for {model.name}: check --tp (max {model.max_tp}) and "
                               f"that --mbs values divide --global-batch {self.global_batch}")

@@ -16,12 +16,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from phaze.hardware.presets import get_accelerator, get_cluster
-from phaze.placement.evaluation import DEFAULT_MEMORY_RESERVE_BYTES, evaluate, plan_costs
+from phaze.placement.evaluation import evaluate, plan_costs
+from phaze.workload.runtime import DEFAULT_MEMORY_RESERVE_BYTES
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 from phaze.progress import Progress
 from phaze.validation.cases import HELD_OUT2_FILE, HELD_OUT3_FILE, HELD_OUT4_FILE, HELD_OUT_FILE, MODES, Cases, MemoryCase, TimeCase, load_cases, packaged_cases
 from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import PAPER_RUNTIME, Runtime
 from phaze.units import GiB
 
 
@@ -92,10 +94,23 @@ def _err(pred: float, meas: float) -> float:
     return (pred - meas) / meas * 100.0
 
 
-def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str, **features) -> Plan:
+# Korthikanti et al.'s memory cases: Megatron-LM's fused-softmax attention in fp16, no overlap, the whole HBM
+MEMORY_CASE_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
+
+
+def _plan(model: ModelConfig, pp: int, tp: int, dp: int, mbs: int, gb: int, v: int, mode: str) -> Plan:
     recompute, sp = MODES[mode]
     return Plan.balanced(model.num_layers, pp, tp, dp, mbs, gb // (mbs * dp), interleave=v,
-                         recompute=Recompute.uniform(recompute), sequence_parallel=sp and tp > 1, **features)
+                         recompute=Recompute.uniform(recompute), sequence_parallel=sp and tp > 1,
+                         runtime=MEMORY_CASE_RUNTIME)
+
+
+def case_runtime(c: TimeCase) -> Runtime:
+    """The runtime a published run was measured under (its fields; the default memory reserve)."""
+    return Runtime(attention=c.attention, precision=c.precision, grad_dtype=c.grad_dtype,
+                   optimizer_state=c.optimizer_state, tp_overlap=c.tp_overlap, tp_overlap_config=c.tp_overlap_config,
+                   dp_overlap=c.dp_overlap, deterministic=c.deterministic, grad_accum_fusion=c.grad_accum_fusion,
+                   memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
 
 
 def _time(c: TimeCase) -> TimeResult:
@@ -104,15 +119,12 @@ def _time(c: TimeCase) -> TimeResult:
 
 def _plan_evaluation(c: TimeCase):
     """(the case's plan, its Evaluation)."""
+    sp = (c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
         interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
-        sequence_parallel=(c.sequence_parallel if c.recompute else MODES[c.mode][1]) and c.tp > 1, zero1=c.zero1,
-        attention=c.attention, precision=c.precision, tp_overlap=c.tp_overlap, dp_overlap=c.dp_overlap, cp=c.cp,
-        tp_overlap_config=c.tp_overlap_config, grad_dtype=c.grad_dtype, optimizer_state=c.optimizer_state,
-        deterministic=c.deterministic, grad_accum_fusion=c.grad_accum_fusion)
-    ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch,
-                  memory_reserve_bytes=DEFAULT_MEMORY_RESERVE_BYTES)
+        sequence_parallel=sp, zero1=c.zero1, cp=c.cp, runtime=case_runtime(c))
+    ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch)
     return plan, ev
 
 

@@ -16,7 +16,8 @@ from functools import lru_cache
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node, backward
-from phaze.workload.config import ADAM_GRAD_BYTES, DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
+from phaze.workload.config import ADAM_GRAD_BYTES, DIRECTIONS, LAYER_KINDS, ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.ops import Collective, Gemm, LayerGraph
 from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op

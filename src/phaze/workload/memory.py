@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phaze.errors import ConfigError
-from phaze.workload.config import ADAM_GRAD_BYTES, ModelConfig, TrainSetting
+from phaze.workload.config import ADAM_GRAD_BYTES, ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import LAYERS, check_setting
 from phaze.workload.traced import TracedModel, traced_activation_bytes
 

@@ -16,7 +16,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from phaze.errors import ConfigError
-from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig, TrainSetting
+from phaze.workload.config import DIRECTIONS, LAYER_KINDS, ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.hf_export import to_hf_config
 from phaze.workload.memory import layer_params, param_count

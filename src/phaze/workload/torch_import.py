@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from phaze.errors import ConfigError
 from phaze.workload.autodiff import ForwardBuilder, Node
-from phaze.workload.config import ModelConfig, TrainSetting
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.ops import LayerGraph
 from phaze.workload.traced import TracedLayer, TracedModel
 

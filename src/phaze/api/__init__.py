@@ -1,0 +1,29 @@
+"""The public API: one call per CLI command, each returning plain data a notebook user can inspect.
+
+The package only composes the stages (workload -> cost -> schedule -> placement -> search -> report); every
+formula lives in the stage that owns it. One module resolves names and files (``resolve``), one per stage
+calls it: ``workload`` (models), ``chip`` (one chip: estimate, schedule, presets), ``plan`` (placement),
+``search`` (co-search, reproduce, stores), ``report`` (HTML of stored results), ``validate``. The runtime and
+the plan space are built once by the caller (``Runtime``, ``PlanSpace``) and passed whole.
+"""
+from phaze.api.chip import Estimate, LayerSchedule, OpEstimate, arch, chip_file, estimate, schedule_layers
+from phaze.api.plan import PlanShape, evaluate_plan, plan, plan_report, plan_setting
+from phaze.api.report import load_reproduce_rows, report
+from phaze.api.resolve import (check_html_path, check_ranges, check_tp_overlap_config, default_cluster,
+                               resolve_accelerator, resolve_cluster, resolve_model)
+from phaze.api.search import (exact_rows, load_search, reproduce, results, search, search_report, search_setting,
+                              search_spec, spotlight)
+from phaze.api.validate import validate, validate_chip, validate_chip_energy
+from phaze.api.workload import (ModelSummary, ZooEntry, check_torch, import_model, make_setting, model_file_text,
+                                models, show_model)
+from phaze.workload.runtime import PAPER_PLAN_SPACE, PAPER_RUNTIME, PlanSpace, Runtime
+
+__all__ = [
+    "Estimate", "LayerSchedule", "OpEstimate", "arch", "chip_file", "estimate", "schedule_layers",
+    "PlanShape", "evaluate_plan", "plan", "plan_report", "plan_setting", "load_reproduce_rows", "report",
+    "check_html_path", "check_ranges", "check_tp_overlap_config", "default_cluster", "resolve_accelerator",
+    "resolve_cluster", "resolve_model", "exact_rows", "load_search", "reproduce", "results", "search",
+    "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",
+    "validate_chip_energy", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
+    "model_file_text", "models", "show_model", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime",
+]

@@ -1,0 +1,99 @@
+"""The API's edge: names and files to objects (model, accelerator, cluster), the range checks of user values, the
+HTML path check, and the runtime checks that need the chip. Every stage call of ``phaze.api`` starts here."""
+from __future__ import annotations
+
+from phaze.errors import ConfigError, InfeasibleError
+from phaze.hardware.accelerator import Accelerator
+from phaze.workload.config import ModelConfig
+from phaze.workload.runtime import Runtime
+
+
+def resolve_model(model: str | ModelConfig) -> ModelConfig:
+    from phaze.workload.zoo import get_model
+    return get_model(model)
+
+
+def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
+    from phaze.hardware.presets import get_accelerator
+    return acc if isinstance(acc, Accelerator) else get_accelerator(acc)
+
+
+def default_cluster(acc: Accelerator) -> str:
+    """GPU presets live in their DGX clusters; designed chips on the paper's flat 4 GiB/s network."""
+    return {"a100-80g": "dgx-a100", "h100-80g": "dgx-h100"}.get(acc.name, "flat-4gib")
+
+
+def resolve_cluster(cluster, accelerator: Accelerator, devices: int):
+    """A Cluster object, ``NAME`` or ``NAME:N`` (a cluster of N devices), or a YAML/JSON cluster file; the
+    default cluster follows the accelerator. Asking for more devices than it has is an InfeasibleError."""
+    from phaze.hardware.cluster import Cluster
+    from phaze.hardware.presets import get_cluster
+
+    if isinstance(cluster, Cluster):
+        return cluster.with_devices(devices)
+    name, _, size = (cluster or default_cluster(accelerator)).partition(":")
+    if size and not name.lower().endswith((".yaml", ".yml", ".json")):
+        try:
+            n = int(size)
+        except ValueError:
+            raise ConfigError(f"--cluster {cluster!r}: the size after ':' must be an integer, e.g. dgx-a100:64") from None
+        if devices > n:
+            raise InfeasibleError(f"{devices} devices requested but cluster {name} has {n}; lower --devices or "
+                                  f"use a larger cluster")
+    elif size:
+        name = cluster
+    return get_cluster(name, devices)
+
+
+# estimate and schedule cost one chip's tensor-parallel collectives on a cluster of this many devices (or tp,
+# if larger): one DGX node of 8 GPUs, so a group of up to 8 sits on the node's NVLink tier exactly as it
+# would inside any larger dgx-a100/dgx-h100 cluster.
+TP_CLUSTER_MIN_DEVICES = 8
+
+
+def tp_tier(cluster, acc: Accelerator, tp: int):
+    """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates); ``cluster``:
+    a name, a cluster file or a ``Cluster`` object."""
+    from phaze.hardware.cluster import Cluster
+    from phaze.hardware.presets import get_cluster
+
+    if isinstance(cluster, Cluster):
+        return cluster.tier_for_group(tp, 1, "tp")
+    return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp, 1, "tp")
+
+
+def check_ranges(**values) -> None:
+    """Each value (or each item of a list) within its ``phaze.limits.RANGES`` bounds; the error names the flag."""
+    from phaze.limits import check_all
+
+    check_all(**values)
+
+
+def check_html_path(path: str | None, option: str = "--html") -> None:
+    """Fail before work when an HTML report cannot be written where asked."""
+    if path:
+        from phaze.report.html import check_output_path
+        check_output_path(path, option)
+
+
+def check_tp_overlap_config(name: str) -> str:
+    """The name of a packaged userbuffers configuration, else a one-line ConfigError listing them."""
+    from phaze.cost.userbuffers import ub_config_names
+
+    if name not in ub_config_names():
+        raise ConfigError(f"--tp-overlap-config: unknown userbuffers configuration {name!r}; use one of "
+                          f"{', '.join(ub_config_names())}")
+    return name
+
+
+def check_runtime(runtime: Runtime | None, acc: Accelerator) -> Runtime:
+    """The runtime (default ``Runtime()``) checked against what it needs outside itself: a packaged
+    userbuffers configuration and FP8 tensor cores for fp8 (a reserve above the chip's HBM: ``DeviceSpec.of``)."""
+    runtime = Runtime() if runtime is None else runtime
+    if not isinstance(runtime, Runtime):
+        raise ConfigError(f"runtime must be a phaze Runtime, got {type(runtime).__name__}")
+    check_tp_overlap_config(runtime.tp_overlap_config)
+    if runtime.precision == "fp8" and acc.fp8_matrix_factor <= 0:
+        raise ConfigError(f"--precision fp8: {acc.name} has no FP8 tensor cores; use bf16 or fp16 (or a chip "
+                          f"with fp8_matrix_factor > 0, e.g. h100-80g)")
+    return runtime

@@ -1,0 +1,202 @@
+"""The public API's search-stage calls: the co-search, the Spotlight-style baseline, the paper's comparison
+(reproduce), a store's results and what a search assumes. A search's setting is the fields of ``SearchSpec``
+(devices, global_batch, microbatch_sizes, tp_values, hbm_gib, recompute_modes, cluster, pareto, objective,
+tdp_w), given by name and checked once in ``search_spec``."""
+from __future__ import annotations
+
+from phaze.api.resolve import check_html_path, check_ranges, resolve_model
+from phaze.errors import ConfigError, PhazeError
+from phaze.workload.config import ModelConfig
+
+
+# the SearchSpec fields a caller may set by name (the rest is derived)
+SETTING_FIELDS = ("devices", "global_batch", "microbatch_sizes", "tp_values", "hbm_gib", "recompute_modes", "cluster",
+                  "pareto", "objective", "tdp_w")
+
+
+def search_spec(models, space: str = "default", budget_mm2: float | None = None, **setting):
+    """The SearchSpec ``search`` runs (every input checked; no work done). ``setting``: ``SETTING_FIELDS`` by
+    name (defaults: ``SearchSpec``'s, the paper's setting)."""
+    from phaze.errors import InfeasibleError
+    from phaze.hardware.presets import get_cluster
+    from phaze.hardware.space import enumerate_space, resolve_space
+    from phaze.search import SearchSpec
+
+    unknown = sorted(set(setting) - set(SETTING_FIELDS))
+    if unknown:
+        raise ConfigError(f"search: unknown setting {', '.join(unknown)}; use {', '.join(SETTING_FIELDS)}")
+    setting = {k: v for k, v in setting.items() if v is not None or k in ("tdp_w", "tp_values")}
+    for k in ("microbatch_sizes", "hbm_gib", "recompute_modes", "tp_values"):
+        if setting.get(k) is not None:
+            setting[k] = tuple(setting[k])
+    check_ranges(budget_mm2=budget_mm2, devices=setting.get("devices"), global_batch=setting.get("global_batch"))
+    ds = resolve_space(space, budget_mm2)
+    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space), **setting)
+    get_cluster(spec.cluster, spec.devices)  # an unknown cluster fails here, before any work
+    cands = enumerate_space(ds)
+    if len(cands) == 0:
+        raise InfeasibleError(f"the design space has no chip with {ds.min_fraction:g} x budget <= area <= budget "
+                              f"({ds.min_fraction * cands.budget_mm2:.2f} to {cands.budget_mm2:.2f} mm^2); "
+                              f"raise --budget-mm2 (see `phaze arch`)")
+    for m in spec.models:
+        spec.settings(m)  # a model with no valid (microbatch, tp) fails here, before any work
+    return spec
+
+
+def search(models, store: str = "phaze-results.db", space: str = "default", budget_mm2: float | None = None, *,
+           workers: int = 2, backend: str = "local", address: str | None = None, resume: bool = False,
+           prune: bool = True, quiet: bool = False, **setting):
+    """Co-search chips of ``space`` (under ``budget_mm2``) and their best plans for ``models`` (``setting``:
+    ``SETTING_FIELDS`` by name). With ``pareto`` the Pareto front of score against area is exact over the
+    whole space (slower); otherwise it is the front among the exactly evaluated candidates."""
+    from phaze.search import run_search
+
+    check_ranges(workers=workers)
+    spec = search_spec(models, space, budget_mm2, **setting)
+    return run_search(spec, store, workers=workers, backend=backend, address=address, resume=resume,
+                      prune=prune, quiet=quiet)
+
+
+def _check_seed(seed: int) -> None:
+    check_ranges(seed=seed)
+
+
+def spotlight(model, space: str = "default", budget_mm2: float | None = None, *, seed: int = 0, samples: int = 100,
+              objective: str = "latency", workers: int = 2, quiet: bool = False, **setting):
+    """The Spotlight-style baseline for one model: Bayesian optimisation of one chip of ``space`` for the
+    forward + backward latency of the model's layers (``phaze.search.spotlight``), then that chip's best plan
+    and the paper's fixed plan in the given setting (``setting``: ``SETTING_FIELDS`` by name; a
+    ``SpotlightBaseline``)."""
+    from phaze.search.reproduce import spotlight_baseline
+
+    models = [model] if isinstance(model, (str, ModelConfig)) else list(model)
+    spec = search_spec(models, space, budget_mm2, **setting)
+    _check_seed(seed)
+    check_ranges(samples=samples, workers=workers)
+    return spotlight_baseline(spec, seed=seed, samples=samples, objective=objective, workers=workers, quiet=quiet)
+
+
+def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = False, workers: int = 2, seed: int = 0,
+              samples: int = 100, quiet: bool = False, out: str | None = None, html: str | None = None,
+              space: str = "default", budget_mm2: float | None = None, **setting):
+    """The paper's comparison: for each model (default: the paper's 8), in the paper's setting, the co-search
+    winner, the TPUv4-like chip and the Spotlight-style chip, each under its best plan and (the two fixed
+    chips) the paper's plan. Resumable from ``store``; writes OUT.md/.csv/.json and ``html`` when given.
+    ``setting``: SearchSpec fields to change (devices, global_batch, hbm_gib, microbatch_sizes, ...)."""
+    from phaze.hardware.space import resolve_space
+    from phaze.report.reproduce import check_output_prefix, write_outputs
+    from phaze.search.reproduce import PAPER_MODELS, run_reproduce
+
+    names = list(models) if models else list(PAPER_MODELS)
+    if len(set(map(str, names))) != len(names):
+        raise ConfigError(f"--models lists a model twice: {', '.join(map(str, names))}")
+    _check_seed(seed)
+    check_ranges(samples=samples, workers=workers)
+    resolved = [resolve_model(m) for m in names]
+    if out:
+        check_output_prefix(out)
+    check_html_path(html)
+    overrides = dict(setting)
+    ds = resolve_space(space, budget_mm2)
+    if space != "default" or budget_mm2 is not None:
+        overrides.update(space=ds, space_name=str(space))
+    res = run_reproduce(resolved, store, resume=resume, workers=workers, seed=seed, samples=samples, quiet=quiet,
+                        spec_overrides=overrides)
+    written = write_outputs(res, out) if out else []
+    if html:
+        from phaze.jsonable import to_jsonable
+        from phaze.report.html import write_reproduce_report
+        from phaze.report.setting import search_setting as setting_rows
+
+        rows = setting_rows({**res.setting, "models": [to_jsonable(m) for m in resolved]})
+        rows.append(("Spotlight-style search", f"{res.samples} samples (10 random warm-up, then rounds ranking 1,000 "
+                                               f"random chips by mean - std of a Gaussian process and evaluating "
+                                               f"the best 10), seed {res.seed}; objective: forward + backward "
+                                               f"latency of every layer on one chip at microbatch 1"))
+        written.append(write_reproduce_report([to_jsonable(r) for r in res.rows], html, rows))
+    return res, written
+
+
+def results(store: str, top: int | None = 10, model: str | None = None) -> list[dict]:
+    """The best ``top`` exactly evaluated candidates of a search store: the joint ranking, or with ``model``
+    (a multi-model search's model name) that model's own ranking."""
+    from phaze.search import Store
+
+    check_ranges(top=top)
+    s = Store.open_existing(store)
+    try:
+        if model is None:
+            return s.rows(top=top)
+        names = [m["name"] for m in s.fingerprint().get("models", [])]
+        if model not in names:
+            raise ConfigError(f"--model {model!r} is not in this store's search (models: {', '.join(names)})")
+        if len(names) == 1:
+            return s.rows(top=top)
+        return s.scoped(names.index(model), create=False).rows(top=top)
+    finally:
+        s.close()
+
+
+def search_setting(spec) -> list[tuple[str, str]]:
+    """What a search assumes, as (field, value) rows (model, devices, batch, cluster tiers, space axes and
+    size, budget, plan space, score)."""
+    from phaze.report.setting import search_setting as rows
+    return rows(spec.fingerprint())
+
+
+def load_search(store: str):
+    """A finished (or interrupted) search rebuilt from its store as a SearchResult (wall time 0: unknown)."""
+    from phaze.search import Store
+    from phaze.search.details import stored_candidates
+    from phaze.search.run import SearchResult, pareto_front
+
+    s = Store.open_existing(store)
+    try:
+        spec = s.fingerprint()
+        refs = s.get_meta("references")
+        if not spec or refs is None:
+            raise ConfigError(f"store {store} holds no finished reference evaluation yet; run or --resume the search")
+        rows = s.rows(status="exact")
+        statuses = [r.status for r in s.load().values()]
+        n_chips = len(stored_candidates(spec))
+        total = n_chips * len(spec["hbm_gib"])
+        counts = {"candidates": total, "chips": n_chips, "hbm_sizes": len(spec["hbm_gib"])}
+        for st in ("exact", "bounded", "infeasible"):
+            counts[st] = statuses.count(st)
+        counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
+        per_model = []
+        if len(spec["models"]) > 1:
+            for k, m in enumerate(spec["models"]):
+                try:
+                    top = s.scoped(k, create=False).rows(top=1)
+                except PhazeError:
+                    top = []
+                if top:
+                    per_model.append({"model": m["name"], **top[0]})
+        best, front = (rows[0] if rows else None), pareto_front(rows)
+        explained = s.get_meta("explained")  # the finished search's rows with power and bounds
+        if explained and best is not None and explained["best"]["chip"] == best["chip"]:
+            best, front, per_model = explained["best"], explained["pareto"], explained["per_model"]
+    finally:
+        s.close()
+    return SearchResult(store, spec, counts, best, refs, front, 0.0, per_model)
+
+
+def exact_rows(store: str) -> list[dict]:
+    """Every exactly evaluated candidate of a store, best first."""
+    from phaze.search import Store
+
+    s = Store.open_existing(store)
+    try:
+        return s.rows(status="exact")
+    finally:
+        s.close()
+
+
+def search_report(result, path: str) -> str:
+    """Write the HTML report of a co-search result; returns the path. The winner's plan details (its plans
+    evaluated again, its block's schedules) are computed here by the search stage; the report formats them."""
+    from phaze.report.html import write_search_report
+    from phaze.search.details import search_details
+
+    return write_search_report(result, path, exact_rows(result.store), search_details(result.spec, result.best))

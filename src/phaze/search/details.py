@@ -1,0 +1,73 @@
+"""The winner of a search as a report draws it: its chip rebuilt from the stored design space and, per model,
+its best plan evaluated again with the block's schedules (``phaze.placement.detail``).
+
+A search store keeps each candidate's chip fields and its best plan (``plan_json``); the winner's chip is rebuilt
+by enumerating the stored design space (so every chip constant is what the search used), and the plan is
+evaluated again by ``phaze.placement.evaluate`` under the runtime it was found with. The report shows both
+throughputs so a mismatch would be visible (the test suite checks they agree).
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from phaze.errors import PhazeError
+from phaze.hardware.accelerator import Accelerator
+from phaze.placement.detail import PlanDetail, plan_detail
+from phaze.placement.plan import Plan
+from phaze.units import GiB
+
+
+def model_from(d: dict):
+    """A stored model description (``SearchSpec.fingerprint()``'s) as a ModelConfig."""
+    from phaze.workload.config import ModelConfig
+    known = {f.name for f in fields(ModelConfig)}
+    return ModelConfig(**{k: v for k, v in d.items() if k in known})
+
+
+def stored_space(spec: dict):
+    """The stored design space of a search fingerprint."""
+    from phaze.hardware.space import DesignSpace
+
+    known = {f.name for f in fields(DesignSpace)}
+    return DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})
+
+
+def stored_candidates(spec: dict):
+    """The candidate chips a stored search numbered: its design space, less the chips over its power cap."""
+    from phaze.hardware.space import enumerate_space
+    from phaze.search.objective import apply_tdp
+
+    return apply_tdp(enumerate_space(stored_space(spec)), spec.get("tdp_w"))
+
+
+def winner_chip(spec: dict, row: dict) -> Accelerator:
+    """The stored candidate ``row`` as the Accelerator the search evaluated (its HBM size set). Chip numbers
+    index the candidates the search ran over (the power cap applied), as ``run_search`` numbers them."""
+    cands = stored_candidates(spec)
+    acc = cands.arch.accelerator(int(row["chip"]), name=f"winner (chip {row['chip']})")
+    for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes"):
+        if f in row and getattr(acc, f) != row[f]:
+            raise PhazeError(f"store chip {row['chip']} has {f}={row[f]} but the stored space gives "
+                             f"{getattr(acc, f)}; the store comes from another phaze version, rerun the search")
+    return replace(acc, hbm_bytes=int(row["hbm_gib"]) * GiB)
+
+
+def search_details(spec: dict, best: dict | None) -> list[PlanDetail]:
+    """Per model: the search winner's plan, evaluated again on the rebuilt chip under the runtime it was found
+    with (empty when there is no winner)."""
+    from phaze.hardware.presets import get_cluster
+    from phaze.workload.runtime import PAPER_RUNTIME
+
+    if best is None:
+        return []
+    acc = winner_chip(spec, best)
+    cluster = get_cluster(spec["cluster"], spec["devices"])
+    runtime = PAPER_RUNTIME.with_(optimizer=spec.get("optimizer", "adam"))  # SearchSpec.runtime
+    out = []
+    for m, o in zip(spec["models"], best["outcomes"]):
+        if not o.get("plan_json"):
+            continue
+        out.append(plan_detail(model_from(m), acc, cluster, spec["global_batch"],
+                               Plan.from_dict(o["plan_json"], runtime_default=runtime),
+                               devices_given=spec["devices"], stored_seq_per_s=o["throughput_seq_per_s"]))
+    return out
