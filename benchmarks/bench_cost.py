@@ -39,7 +39,7 @@ def _fallback_block_ops() -> list:
 
 def block_ops() -> tuple[list, str]:
     try:
-        from phaze.workload.config import TrainSetting
+        from phaze.workload.runtime import TrainSetting
         from phaze.workload.graphs import layer_graph
         from phaze.workload.zoo import get_model
         model, setting = get_model("gpt3-175b"), TrainSetting(microbatch_size=MB, seq_len=SEQ, tp=TP)

@@ -10,6 +10,7 @@ import time
 
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import optimize
+from phaze.workload.runtime import PAPER_RUNTIME, PlanSpace
 from phaze.workload.zoo import get_model
 
 
@@ -17,11 +18,11 @@ def main() -> None:
     model = get_model("gpt3-175b")
     acc = get_accelerator("a100-80g")
     cluster = get_cluster("dgx-a100", 1024)
-    kw = dict(microbatch_sizes=(1, 2, 4, 8, 16), recompute_modes=("none", "selective", "full"),
-              interleave_values=(1, 2, 4), sequence_parallel=(False, True), top_k=5)
+    space = PlanSpace(microbatch_sizes=(1, 2, 4, 8, 16), recompute_modes=("none", "selective", "full"),
+                      interleave_values=(1, 2, 4), sequence_parallel=(False, True))
     for label in ("cold", "warm"):
         t0 = time.perf_counter()
-        res = optimize(model, acc, cluster, 1536, **kw)
+        res = optimize(model, acc, cluster, 1536, PAPER_RUNTIME, space, top_k=5)
         wall = time.perf_counter() - t0
         s = res.stats
         print(f"{label}: wall {wall:.3f} s (search {s.wall_time_s:.3f} s); combinations considered "

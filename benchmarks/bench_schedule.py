@@ -15,7 +15,7 @@ import numpy as np
 from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.hardware.space import enumerate_space
 from phaze.schedule import ScheduleCache, build_problem, solve_cached, validate
-from phaze.workload.config import TrainSetting
+from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.zoo import list_models
 

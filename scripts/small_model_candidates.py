@@ -100,9 +100,11 @@ def _tutorial_layer_ms(acc) -> float:
     """The TE getting-started layer H100_MATRIX_EFFICIENCY is set from (tests/cost/test_gpu_published.py)."""
     from phaze.placement.layer_costs import compute_layer_costs, setting_for
     from phaze.workload.config import ModelConfig
+    from phaze.workload.runtime import PAPER_RUNTIME
     model = ModelConfig(name="te-getting-started", num_layers=1, hidden=4096, heads=32, ffn=16_384, vocab=50_304,
                         seq_len=2048)
-    s = setting_for(model, 8, 1, False, "none", attention="flash", precision="bf16", grad_dtype="bf16")
+    s = setting_for(model, 8, 1, False, "none",
+                    runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16", grad_dtype="bf16"))
     c = compute_layer_costs(model, acc, s, None, "sequential")
     return 1e3 * (c.block.fwd_s + c.block.bwd_s)
 

@@ -61,9 +61,10 @@ def test_layer_energy_and_bounds():
 
 
 def test_plan_power_below_peak_and_time_split_adds_up():
-    from phaze.api import plan
+    from phaze.api import PlanSpace, plan
     from phaze.placement.power import plan_power
-    res = plan("gpt2-xl", "tpuv4-like", devices=64, global_batch=64, microbatch_sizes=(1,), recompute_modes=("none",))
+    res = plan("gpt2-xl", "tpuv4-like", devices=64, global_batch=64,
+               space=PlanSpace(microbatch_sizes=(1,), recompute_modes=("none",)))
     p = plan_power(get_model("gpt2-xl"), TPU, res.best)
     assert 0 < p["power_w"] < peak_power_w(TPU)
     total = sum(p["time_by_bound_s"].values())

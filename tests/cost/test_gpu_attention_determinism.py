@@ -14,6 +14,7 @@ from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
+from phaze.workload.runtime import PAPER_RUNTIME
 
 A100 = get_accelerator("a100-80g")
 H100 = get_accelerator("h100-80g")
@@ -39,7 +40,7 @@ def test_wave_factor_hand_computed():
 
 
 def _bwd(model, mbs, tp):
-    s = setting_for(model, mbs, tp, False, "none", attention="flash", precision="bf16", deterministic=True)
+    s = setting_for(model, mbs, tp, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16", deterministic=True))
     return s, layer_graph(model, s, "block", "bwd")
 
 
@@ -60,7 +61,7 @@ def test_extra_time_hand_computed_on_a100():
     assert want > 0.5 * attention_s  # the backward kernel takes ~1.7x as long
     # H100 keeps cuDNN's attention (not charged); a graph without flash attention has nothing to charge
     assert deterministic_attention_extra_s(g, lat, H100.name, 132, memory_Bps) == 0.0
-    std = setting_for(GPT7B, 1, 1, False, "none", attention="standard", precision="bf16", deterministic=True)
+    std = setting_for(GPT7B, 1, 1, False, "none", runtime=PAPER_RUNTIME.with_(attention="standard", precision="bf16", deterministic=True))
     gs = layer_graph(GPT7B, std, "block", "bwd")
     assert deterministic_attention_extra_s(gs, [1.0] * len(gs.ops), A100.name, sms, memory_Bps) == 0.0
 
@@ -71,7 +72,7 @@ def test_block_backward_grows_by_fills_and_attention(gpu, charged):
     deterministic attention backward; the forward gets only the fills."""
     acc = get_accelerator(gpu)
     det, g = _bwd(GPT7B, 1, 1)
-    base = setting_for(GPT7B, 1, 1, False, "none", attention="flash", precision="bf16")
+    base = setting_for(GPT7B, 1, 1, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16"))
     tier = get_cluster("dgx-" + gpu.split("-")[0], 8).tier_for_group(1, 1, "tp")
     a, b = compute_layer_costs(GPT7B, acc, det, tier)["block"], compute_layer_costs(GPT7B, acc, base, tier)["block"]
     memory_Bps = acc.hbm_bandwidth_Bps * acc.memory_efficiency
@@ -93,7 +94,7 @@ def test_full_recompute_charges_the_same_backward_kernel():
     arch = A100.as_arrays()
     extra = {}
     for rc in ("none", "full"):
-        s = setting_for(GPT7B, 1, 1, False, rc, attention="flash", precision="bf16", deterministic=True)
+        s = setting_for(GPT7B, 1, 1, False, rc, runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16", deterministic=True))
         g = layer_graph(GPT7B, s, "block", "bwd")
         lat = [float(gpu_gemm_latency_s(op, arch).reshape(-1)[0]) if isinstance(op, Gemm) else 0.0 for op in g.ops]
         extra[rc] = deterministic_attention_extra_s(g, lat, A100.name, sms, memory_Bps)

@@ -15,10 +15,13 @@ from phaze.placement import Plan, evaluate
 from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.validation.runs import runs_from_mapping
 from phaze.workload.config import ModelConfig
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Collective, Gemm, LayerGraph, VectorOp
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
+
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 H100 = get_accelerator("h100-80g")
 GPT = ModelConfig("tiny-gpt", num_layers=2, hidden=256, heads=4, ffn=1024, vocab=1000, seq_len=128)
@@ -54,7 +57,7 @@ def test_fill_bytes_hand_counted():
 def test_a_gpt_block_fills_its_activations():
     """Forward of a GPT block at b = 2, s = 128, h = 256, t = 1: norm1, qkv (3h), O (h), out_proj, the residual
     (with its dropout mask), norm2, fc1 (ffn), gelu (ffn), fc2, the second residual."""
-    s = setting_for(GPT, 2, 1, False, "none", attention="flash", precision="bf16", deterministic=True)
+    s = setting_for(GPT, 2, 1, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16", deterministic=True))
     tokens, h, f = 2 * 128, 256, 1024
     want = 2 * tokens * (h + 3 * h + h + h + h + h + f + f + h + h) + 2 * tokens * h  # + two 1-byte masks
     assert fill_bytes(layer_graph(GPT, s, "block", "fwd")) == (want, 10)
@@ -63,8 +66,8 @@ def test_a_gpt_block_fills_its_activations():
 @pytest.mark.parametrize("direction", ["fwd", "bwd"])
 @pytest.mark.parametrize("kind", ["embedding", "block", "head"])
 def test_layer_times_grow_by_exactly_the_fills(kind, direction):
-    det = setting_for(GPT, 2, 2, False, "none", attention="flash", precision="bf16", deterministic=True)
-    base = setting_for(GPT, 2, 2, False, "none", attention="flash", precision="bf16")
+    det = setting_for(GPT, 2, 2, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16", deterministic=True))
+    base = setting_for(GPT, 2, 2, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16"))
     tier = get_cluster("dgx-h100", 8).tier_for_group(2, 1, "tp")
     a = compute_layer_costs(GPT, H100, det, tier)[kind]
     b = compute_layer_costs(GPT, H100, base, tier)[kind]
@@ -78,22 +81,23 @@ def test_layer_times_grow_by_exactly_the_fills(kind, direction):
 
 def test_refusals_are_one_line():
     with pytest.raises(ConfigError, match="tp-comm-overlap"):
-        TrainSetting(2, 128, tp=2, sequence_parallel=True, tp_overlap=True, deterministic=True)
+        TrainSetting(2, 128, tp=2, sequence_parallel=True, runtime=PAPER_RUNTIME.with_(tp_overlap=True, deterministic=True))
     with pytest.raises(ConfigError, match="tp-comm-overlap"):
-        Plan.balanced(GPT.num_layers, 1, 2, 1, 2, 1, sequence_parallel=True, tp_overlap=True, deterministic=True)
+        Plan.balanced(GPT.num_layers, 1, 2, 1, 2, 1, sequence_parallel=True, runtime=PLAN_RUNTIME.with_(tp_overlap=True, deterministic=True))
     with pytest.raises(ConfigError, match="--tp-overlap"):
-        api.evaluate_plan(GPT, "h100-80g", 2, 2, 2, 1, 1, 2, sequence_parallel=True, tp_overlap=True,
-                          deterministic=True)
+        api.evaluate_plan(GPT, "h100-80g", 2, 2, api.PlanShape(tp=2, pp=1, dp=1, mbs=2, sequence_parallel=True), runtime=api.Runtime(tp_overlap=True, deterministic=True))
     with pytest.raises(ConfigError, match="sequential"):  # a designed chip has no PyTorch allocator
-        api.evaluate_plan(GPT, "tpuv4-like", 1, 2, 1, 1, 1, 2, deterministic=True)
-    # TP overlap asked for on t = 1 does nothing, so deterministic mode accepts it there
-    TrainSetting(2, 128, tp=1, tp_overlap=True, deterministic=True)
+        api.evaluate_plan(GPT, "tpuv4-like", 1, 2, api.PlanShape(tp=1, pp=1, dp=1, mbs=2), runtime=api.Runtime(deterministic=True))
+    # TP overlap with deterministic mode is now refused by the Runtime itself, whatever the width (before the
+    # Runtime refactor a t = 1 setting accepted the pair, as its overlap did nothing)
+    with pytest.raises(ConfigError, match="tp-comm-overlap"):
+        TrainSetting(2, 128, tp=1, runtime=PAPER_RUNTIME.with_(tp_overlap=True, deterministic=True))
 
 
 def test_plan_round_trip_and_search():
-    p = Plan.balanced(GPT.num_layers, 1, 1, 2, 2, 2, attention="flash", precision="bf16", deterministic=True)
+    p = Plan.balanced(GPT.num_layers, 1, 1, 2, 2, 2, runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", deterministic=True))
     assert "deterministic" in p.describe() and Plan.from_dict(p.to_dict()) == p
-    det = api.plan(GPT, "h100-80g", 4, 16, deterministic=True, top_k=2)
+    det = api.plan(GPT, "h100-80g", 4, 16, runtime=api.Runtime(deterministic=True), top_k=2)
     base = api.plan(GPT, "h100-80g", 4, 16, top_k=2)
     assert det.best.plan.deterministic and not base.best.plan.deterministic
     assert all(b.plan is None or b.plan.deterministic for b in det.baselines)

@@ -9,6 +9,7 @@ from phaze.placement.layer_costs import setting_for
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
 from phaze.workload.vector_kinds import vector_op
+from phaze.workload.runtime import PAPER_RUNTIME
 
 GPT = ModelConfig("tiny-gpt", num_layers=2, hidden=256, heads=4, ffn=1024, vocab=1000, seq_len=128)
 LLAMA = ModelConfig("tiny-llama", num_layers=2, hidden=256, heads=4, kv_heads=2, ffn=512, vocab=1000, seq_len=128,
@@ -17,7 +18,7 @@ LLAMA = ModelConfig("tiny-llama", num_layers=2, hidden=256, heads=4, kv_heads=2,
 
 
 def _setting(model, precision, tp=1, recompute="none"):
-    return setting_for(model, 2, tp, tp > 1, recompute, attention="flash", precision=precision)
+    return setting_for(model, 2, tp, tp > 1, recompute, runtime=PAPER_RUNTIME.with_(attention="flash", precision=precision))
 
 
 def test_no_fp8_gemm_no_cast():

@@ -18,6 +18,7 @@ import pytest
 from phaze.cost.gpu import gpu_gemm_latency_s
 from phaze.hardware.presets import H100_80G
 from phaze.workload.ops import Gemm
+from phaze.workload.runtime import PAPER_RUNTIME
 
 M, H, F = 15_872, 4096, 16_384
 SHAPES = {"qkv": (H, 3 * H), "proj": (H, H), "up": (H, F), "down": (F, H)}  # (in, out) features
@@ -83,7 +84,7 @@ def _te_getting_started_layer_ms(precision: str) -> float:
     from phaze.workload.config import ModelConfig
     model = ModelConfig(name="te-getting-started", num_layers=1, hidden=4096, heads=32, ffn=16_384, vocab=50_304,
                         seq_len=2048)
-    s = setting_for(model, 8, 1, False, "none", attention="flash", precision=precision, grad_dtype="bf16")
+    s = setting_for(model, 8, 1, False, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision=precision, grad_dtype="bf16"))
     c = compute_layer_costs(model, H100_80G, s, None, "sequential")
     return 1e3 * (c.block.fwd_s + c.block.bwd_s)
 
@@ -160,7 +161,7 @@ def test_h100_standard_attention_layer_of_the_same_tutorial():
     from phaze.workload.config import ModelConfig
     model = ModelConfig(name="te-getting-started", num_layers=1, hidden=h, heads=heads, ffn=16_384, vocab=50_304,
                         seq_len=seq)
-    s = setting_for(model, batch, 1, False, "none", attention="standard", precision="bf16", grad_dtype="bf16")
+    s = setting_for(model, batch, 1, False, "none", runtime=PAPER_RUNTIME.with_(attention="standard", precision="bf16", grad_dtype="bf16"))
     c = compute_layer_costs(model, h100, s, None, "sequential")
     ours_ms = 1e3 * (c.block.fwd_s + c.block.bwd_s + extra_bytes / hbm_Bps)
     assert ours_ms == pytest.approx(49.342, rel=0.04) and ours_ms < 49.342

@@ -15,6 +15,10 @@ from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.validation.runs import runs_from_mapping
 from phaze.workload.config import ModelConfig
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
+from phaze.workload.runtime import PAPER_RUNTIME
+
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 H100 = get_accelerator("h100-80g")
 GPT = ModelConfig("tiny-gpt", num_layers=2, hidden=256, heads=4, ffn=1024, vocab=1000, seq_len=128)
@@ -40,10 +44,10 @@ def test_grad_accumulate_hand_computed():
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_block_backward_grows_by_exactly_the_unfused_traffic(deterministic):
     tier = get_cluster("dgx-h100", 8).tier_for_group(1, 1, "tp")
-    kw = dict(attention="flash", precision="bf16", deterministic=deterministic)
-    fused = compute_layer_costs(GPT, H100, setting_for(GPT, 2, 1, False, "none", **kw), tier)
-    unfused = compute_layer_costs(GPT, H100, setting_for(GPT, 2, 1, False, "none", grad_accum_fusion=False, **kw),
-                                  tier)
+    rt = PAPER_RUNTIME.with_(attention="flash", precision="bf16", deterministic=deterministic)
+    fused = compute_layer_costs(GPT, H100, setting_for(GPT, 2, 1, False, "none", runtime=rt), tier)
+    unfused = compute_layer_costs(GPT, H100, setting_for(GPT, 2, 1, False, "none",
+                                                         runtime=rt.with_(grad_accum_fusion=False)), tier)
     bw = H100.hbm_bandwidth_Bps * H100.memory_efficiency
     per_param, launches = (6, 8) if deterministic else (4, 4)  # the block's 4 weights: qkv, out_proj, fc1, fc2
     b = fused["block"]
@@ -55,15 +59,15 @@ def test_block_backward_grows_by_exactly_the_unfused_traffic(deterministic):
 
 
 def test_plan_field_and_description():
-    p = Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, grad_accum_fusion=False)
+    p = Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, runtime=PLAN_RUNTIME.with_(grad_accum_fusion=False))
     assert p.describe().endswith(" no-grad-accum-fusion")
-    assert "no-grad-accum-fusion" not in Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4).describe()
+    assert "no-grad-accum-fusion" not in Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, runtime=PLAN_RUNTIME).describe()
     assert Plan.from_dict(p.to_dict()) == p and p.to_dict()["grad_accum_fusion"] is False
     with pytest.raises(ConfigError, match="grad_accum_fusion"):
-        Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, grad_accum_fusion="no")
+        Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, runtime=PLAN_RUNTIME.with_(grad_accum_fusion="no"))
     cl = get_cluster("dgx-h100", 2)
     slow = evaluate(p, GPT, H100, cl, 8)
-    fast = evaluate(Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4), GPT, H100, cl, 8)
+    fast = evaluate(Plan.balanced(GPT.num_layers, 1, 1, 2, 1, 4, runtime=PLAN_RUNTIME), GPT, H100, cl, 8)
     assert slow.iteration_time_s > fast.iteration_time_s
     assert slow.memory_bytes_per_device == fast.memory_bytes_per_device
 

@@ -14,7 +14,7 @@ from phaze.cost.gpu import gpu_gemm_latency_s
 from phaze.hardware import Accelerator
 from phaze.hardware.presets import get_accelerator
 from phaze.workload.config import ModelConfig
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
 
@@ -40,7 +40,7 @@ def test_hbm_bytes_hand_computed():
 
 def test_graphs_mark_every_wgrad_with_the_buffer_format():
     for grad_dtype, b in (("fp32", 4), ("bf16", 2)):
-        s = TrainSetting(microbatch_size=2, seq_len=128, tp=1, grad_dtype=grad_dtype)
+        s = TrainSetting(microbatch_size=2, seq_len=128, tp=1, runtime=PAPER_RUNTIME.with_(grad_dtype=grad_dtype))
         for kind in ("embedding", "block", "head"):
             bwd = layer_graph(GPT, s, kind, "bwd")
             for op in bwd.gemms:

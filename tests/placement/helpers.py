@@ -10,6 +10,10 @@ from phaze.placement.evaluation import DeviceSpec, evaluate_costs
 from phaze.placement.layer_costs import LayerCost
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
+from phaze.workload.runtime import PAPER_RUNTIME
+
+# the runtime the old Plan defaults meant (standard attention, fp16, no DP overlap)
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 
 def lc(fwd, bwd, params=0, act=0.0, bf=0.0, bb=0.0, working=0.0, tied=0, bytes_per_param=(2, 4, 12)):
@@ -41,6 +45,7 @@ def compositions(L: int, p: int):
 
 
 def plan_of(blocks, **kw) -> Plan:
+    kw.setdefault("runtime", PLAN_RUNTIME)
     ranges, pos = [], 0
     for i, b in enumerate(blocks):
         a = pos
@@ -57,7 +62,7 @@ def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices,
         for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
             kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
                       recompute=Recompute.uniform(s.recompute),
-                      sequence_parallel=s.sequence_parallel, zero1=z)
+                      sequence_parallel=s.sequence_parallel, zero1=z, runtime=PLAN_RUNTIME)
             plans = []
             for v in interleave_values:
                 if v == 1:
@@ -103,7 +108,7 @@ def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, de
     for s, group in groups.items():
         for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
             kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
-                      sequence_parallel=s.sequence_parallel, zero1=z)
+                      sequence_parallel=s.sequence_parallel, zero1=z, runtime=PLAN_RUNTIME)
             plans = []
             for v in interleave_values:
                 if v == 1:

@@ -7,6 +7,10 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan, evaluate
 from phaze.placement import stage as st
 from phaze.workload.zoo import get_model
+from phaze.workload.runtime import PAPER_RUNTIME
+
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 H100_NIC_Bps = 50e9 * 0.90  # one 400 Gb/s NDR HCA per GPU at the preset's InfiniBand efficiency
 NVLINK4_Bps = 360e9  # the preset's achievable NVLink4 bandwidth
@@ -54,7 +58,8 @@ def test_evaluate_charges_the_zero1_sync_as_reduce_scatter_behind_bwd_and_gather
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-h100", 1024)
     plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, interleave=12, sequence_parallel=True, zero1=True,
-                         attention="flash", precision="bf16", tp_overlap=True, dp_overlap=True)
+                         runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", tp_overlap=True,
+                                                    dp_overlap=True))
     ev = evaluate(plan, model, get_accelerator("h100-80g"), cluster, 1 * 64 * 32)
     s = ev.stages[1]  # a middle stage: no tied-embedding all-reduce
     tier = cluster.ring_tier(32, 4, "dp")
@@ -95,7 +100,7 @@ def test_designed_chips_pay_the_memory_share_and_single_replicas_nothing():
     from phaze.cost.overlap import transfer_interference
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-h100", 1024)
-    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, sequence_parallel=True, zero1=True)
+    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, sequence_parallel=True, zero1=True, runtime=PLAN_RUNTIME)
     from phaze.placement.evaluation import plan_costs
     acc = get_accelerator("tpuv4-like")
     chip = plan_costs(plan, model, acc, cluster)[plan.recompute_of(0)]

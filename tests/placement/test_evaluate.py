@@ -7,7 +7,7 @@ import math
 from importlib import resources
 
 import pytest
-from helpers import lc
+from helpers import PLAN_RUNTIME, lc
 
 from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.cluster import Cluster, NetworkTier
@@ -31,7 +31,7 @@ def two_stage_costs():
 
 
 def test_two_stage_1f1b_by_hand():
-    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4)
+    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, two_stage_costs(), FLAT, 4, DeviceSpec(1e12, 1e30, 1.0), num_blocks=2)
     # T0 = emb 1+2 + block 3+6 + send activation 1e9 B / 1e9 B/s = 13; T1 = block 9 + head 6 + send grad 1 = 16
     assert [s.time_per_microbatch_s for s in ev.stages] == pytest.approx([13.0, 16.0])
@@ -43,7 +43,7 @@ def test_two_stage_1f1b_by_hand():
 
 
 def test_memory_per_stage_by_hand_and_oom_report():
-    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4)
+    plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, two_stage_costs(), FLAT, 4, DeviceSpec(22000, 1e12, 1.0), num_blocks=2)
     # Adam 18 B/param. Stage 0: (100 + 1000) * 18 + min(p - 0, m) = 2 microbatches x (10 + 1000)
     assert ev.stages[0].memory_bytes == pytest.approx(1100 * 18 + 2 * 1010)
@@ -56,7 +56,7 @@ def test_memory_per_stage_by_hand_and_oom_report():
 
 
 def test_zero1_shards_optimizer_state():
-    plan = Plan(((0, 2), (2, 4)), tp=1, dp=2, microbatch_size=1, num_microbatches=2, zero1=True)
+    plan = Plan(((0, 2), (2, 4)), tp=1, dp=2, microbatch_size=1, num_microbatches=2, zero1=True, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, two_stage_costs(), FLAT, 4, DeviceSpec(1e12, 1e12, 1.0), num_blocks=2)
     assert ev.stages[1].memory_bytes == pytest.approx(1200 * (2 + 4 + 12 / 2) + 1500)
 
@@ -66,7 +66,7 @@ def test_interleaving_divides_bubble_by_v():
     dev = DeviceSpec(1e30, 1e30, 1.0)
     bubbles = {}
     for v in (1, 2, 4):
-        plan = Plan.balanced(16, 4, 1, 1, 1, 8, interleave=v)
+        plan = Plan.balanced(16, 4, 1, 1, 1, 8, interleave=v, runtime=PLAN_RUNTIME)
         ev = evaluate_costs(plan, c, FLAT, 8, dev, num_blocks=16)
         assert ev.steady_s == pytest.approx(8 * 12.0)  # m x T, T = 4 blocks x 3 s
         bubbles[v] = ev.bubble_s
@@ -79,19 +79,19 @@ def test_interleaving_multiplies_p2p_transfers():
     c = LayerCosts(lc(0.0, 0.0, bf=1e9), lc(1.0, 2.0, bf=1e9, bb=1e9), lc(0.0, 0.0, bb=1e9))
     dev = DeviceSpec(1e30, 1e30, 1.0)
     for v in (1, 2):
-        ev = evaluate_costs(Plan.balanced(8, 4, 1, 1, 1, 8, interleave=v), c, FLAT, 8, dev, num_blocks=8)
+        ev = evaluate_costs(Plan.balanced(8, 4, 1, 1, 1, 8, interleave=v, runtime=PLAN_RUNTIME), c, FLAT, 8, dev, num_blocks=8)
         assert ev.p2p_s == pytest.approx(2 * (4 * v - 1) * 1.0)  # one activation + one gradient per boundary
 
 
 def test_global_batch_mismatch_is_one_line_config_error():
-    plan = Plan(((0, 4),), tp=1, dp=2, microbatch_size=2, num_microbatches=3)
+    plan = Plan(((0, 4),), tp=1, dp=2, microbatch_size=2, num_microbatches=3, runtime=PLAN_RUNTIME)
     with pytest.raises(ConfigError) as e:
         evaluate_costs(plan, two_stage_costs(), FLAT, 13, DeviceSpec(1e12, 1e12, 1.0), num_blocks=2)
     assert "\n" not in str(e.value) and "12" in str(e.value)
 
 
 def test_more_devices_than_cluster_is_infeasible():
-    plan = Plan(((0, 2), (2, 4)), tp=8, dp=8, microbatch_size=1, num_microbatches=1)
+    plan = Plan(((0, 2), (2, 4)), tp=8, dp=8, microbatch_size=1, num_microbatches=1, runtime=PLAN_RUNTIME)
     with pytest.raises(InfeasibleError) as e:
         evaluate_costs(plan, two_stage_costs(), FLAT, 8, DeviceSpec(1e12, 1e12, 1.0), num_blocks=2)
     assert "\n" not in str(e.value) and "128" in str(e.value)
@@ -114,7 +114,7 @@ def test_korthikanti_figure1_activation_memory(case, mode):
     m = max(p, 1) * 8
     plan = Plan.balanced(model.num_layers, p, t, 1, mbs, m, interleave=v,
                          recompute=Recompute.uniform("selective" if mode == "seqsel" else "none"),
-                         sequence_parallel=mode == "seqsel")
+                         sequence_parallel=mode == "seqsel", runtime=PLAN_RUNTIME)
     ev = evaluate(plan, model, get_accelerator("a100-80g"), get_cluster("dgx-a100", p * t), mbs * m)
     got = ev.stages[0].activation_bytes / GiB
     want = case["activations"][mode]
@@ -124,7 +124,7 @@ def test_korthikanti_figure1_activation_memory(case, mode):
 def test_evaluate_breakdown_adds_up():
     model = get_model("megatron-gpt2-8.3b")
     plan = Plan.balanced(model.num_layers, 4, 8, 4, 2, 8, recompute=Recompute.uniform("selective"),
-                         sequence_parallel=True)
+                         sequence_parallel=True, runtime=PLAN_RUNTIME)
     ev = evaluate(plan, model, get_accelerator("a100-80g"), get_cluster("dgx-a100", 128), 64)
     assert ev.iteration_time_s == pytest.approx(ev.pipeline_s + ev.dp_allreduce_s + ev.optimizer_step_s)
     assert ev.pipeline_s == pytest.approx(ev.steady_s + ev.bubble_s)
@@ -139,7 +139,7 @@ def test_per_stage_recompute_uses_each_stages_costs():
     full = LayerCosts(none.embedding, dataclasses.replace(none.block, bwd_s=9.0, activation_bytes=100),
                       none.head)
     plan = Plan(((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4,
-                recompute=Recompute(("full", "none")))
+                recompute=Recompute(("full", "none")), runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, {"none": none, "full": full}, FLAT, 4, DeviceSpec(1e12, 1e30, 1.0), num_blocks=2)
     assert [s.recompute for s in ev.stages] == ["full", "none"]
     assert ev.stages[0].time_per_microbatch_s == pytest.approx(1 + 2 + 3 + 9 + 1)

@@ -19,10 +19,13 @@ from phaze.placement.bounds import least_traffic_bytes
 from phaze.placement.evaluation import DeviceSpec
 from phaze.placement.layer_costs import compute_layer_costs, setting_for
 from phaze.validation.runs import runs_from_mapping
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
+
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 GPT2 = get_model("gpt2-xl")  # h 1600, 48 blocks, seq 1024, vocab 50257, biases, layernorm, GELU, ffn 4h, tied
 A100 = get_accelerator("a100-80g")
@@ -33,15 +36,15 @@ EMBED_PARAMS = 50257 * H + 1024 * H  # the HF vocabulary (not padded at t = 1) +
 
 def _eval(grad_dtype, *, pp=1, tp=1, dp=1, zero1=False, mbs=1, batch=None, cluster="dgx-a100"):
     batch = batch or 8 * dp
-    plan = Plan.balanced(GPT2.num_layers, pp, tp, dp, mbs, batch // (mbs * dp), zero1=zero1, attention="flash",
-                         precision="bf16", grad_dtype=grad_dtype)
+    plan = Plan.balanced(GPT2.num_layers, pp, tp, dp, mbs, batch // (mbs * dp), zero1=zero1,
+                         runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", grad_dtype=grad_dtype))
     return evaluate(plan, GPT2, A100, get_cluster(cluster, pp * tp * dp), batch)
 
 
 def test_gradient_bytes_of_one_layer_by_hand():
     assert layer_memory(GPT2, TrainSetting(1, 1024), "block").params == BLOCK_PARAMS
-    fp32 = layer_memory(GPT2, TrainSetting(1, 1024, grad_dtype="fp32"), "block")
-    bf16 = layer_memory(GPT2, TrainSetting(1, 1024, grad_dtype="bf16"), "block")
+    fp32 = layer_memory(GPT2, TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(grad_dtype="fp32")), "block")
+    bf16 = layer_memory(GPT2, TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(grad_dtype="bf16")), "block")
     assert fp32.grad_bytes == 4 * BLOCK_PARAMS and bf16.grad_bytes == 2 * BLOCK_PARAMS
     assert bf16.grad_bytes * 2 == fp32.grad_bytes
     # weights and optimizer state (fp32 master + m + v = 12 B) do not move, nor do the activations
@@ -49,13 +52,13 @@ def test_gradient_bytes_of_one_layer_by_hand():
            (fp32.weight_bytes, 12 * BLOCK_PARAMS, fp32.activation_bytes) and fp32.weight_bytes == 2 * BLOCK_PARAMS
     # the Phaze reference's 16-bit SGD keeps its 2-byte gradient whatever grad_dtype says
     for g in ("fp32", "bf16"):
-        assert layer_memory(GPT2, TrainSetting(1, 1024, grad_dtype=g), "block", "sgd").grad_bytes == 2 * BLOCK_PARAMS
+        assert layer_memory(GPT2, TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(grad_dtype=g)), "block", "sgd").grad_bytes == 2 * BLOCK_PARAMS
 
 
 def test_the_default_is_fp32_and_leaves_costs_unchanged():
-    assert TrainSetting(1, 1024) == TrainSetting(1, 1024, grad_dtype="fp32")
-    assert setting_for(GPT2, 1, 1, False, "none") == setting_for(GPT2, 1, 1, False, "none", grad_dtype="fp32")
-    plan = Plan.balanced(GPT2.num_layers, 1, 1, 1, 1, 8)
+    assert TrainSetting(1, 1024) == TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(grad_dtype="fp32"))
+    assert setting_for(GPT2, 1, 1, False, "none") == setting_for(GPT2, 1, 1, False, "none", runtime=PAPER_RUNTIME.with_(grad_dtype="fp32"))
+    plan = Plan.balanced(GPT2.num_layers, 1, 1, 1, 1, 8, runtime=PLAN_RUNTIME)
     assert plan.grad_dtype == "fp32" and "grads" not in plan.describe() and plan.to_dict()["grad_dtype"] == "fp32"
 
 
@@ -93,10 +96,10 @@ def test_dp_sync_moves_half_the_bytes(zero1):
 def test_grad_accumulation_pass_halves():
     """GPU model: each microbatch's wgrad reads and writes the gradient buffer once (2 x grad bytes at the
     achievable HBM bandwidth); with bf16 gradients that pass costs half, the forward nothing more."""
-    kw = dict(attention="flash", precision="bf16")
-    ca = compute_layer_costs(GPT2, A100, setting_for(GPT2, 2, 1, False, "full", **kw), None, "sequential")
-    cb = compute_layer_costs(GPT2, A100, setting_for(GPT2, 2, 1, False, "full", grad_dtype="bf16", **kw), None,
-                             "sequential")
+    rt = PAPER_RUNTIME.with_(attention="flash", precision="bf16")
+    ca = compute_layer_costs(GPT2, A100, setting_for(GPT2, 2, 1, False, "full", runtime=rt), None, "sequential")
+    cb = compute_layer_costs(GPT2, A100, setting_for(GPT2, 2, 1, False, "full", runtime=rt.with_(grad_dtype="bf16")),
+                             None, "sequential")
     bw = A100.hbm_bandwidth_Bps * A100.memory_efficiency
     for kind in ("embedding", "block", "head"):
         x, y = ca[kind], cb[kind]
@@ -115,7 +118,7 @@ def test_optimizer_step_and_bound_traffic_lose_ten_bytes_per_parameter():
     for sa, sb in zip(a.stages, b.stages):
         assert sa.optimizer_step_s - sb.optimizer_step_s == pytest.approx(10.0 * sa.params / 4 / hbm, rel=1e-9)
     s32 = setting_for(GPT2, 1, 1, False, "none")
-    costs = {g: {"none": compute_layer_costs(GPT2, A100, replace(s32, grad_dtype=g), None, "sequential")}
+    costs = {g: {"none": compute_layer_costs(GPT2, A100, replace(s32, runtime=s32.runtime.with_(grad_dtype=g)), None, "sequential")}
              for g in ("fp32", "bf16")}
     total = EMBED_PARAMS + 48 * BLOCK_PARAMS + costs["fp32"]["none"].head.params
     assert least_traffic_bytes(costs["fp32"], 48) - least_traffic_bytes(costs["bf16"], 48) == \
@@ -125,17 +128,19 @@ def test_optimizer_step_and_bound_traffic_lose_ten_bytes_per_parameter():
 def test_plan_with_bf16_gradients_is_never_slower():
     """Same plan space, bf16 gradients: every cost is no larger, so the best plan is no slower, and the fp32
     winner re-evaluated with bf16 gradients is no faster than the bf16 winner (which is exact)."""
-    kw = dict(microbatch_sizes=(1, 2), recompute_modes=("none", "full"), top_k=1)
+    kw = dict(space=api.PlanSpace(microbatch_sizes=(1, 2), recompute_modes=("none", "full")), top_k=1)
     a = api.plan("llama2-7b", "h100-80g", 8, 64, **kw)
-    b = api.plan("llama2-7b", "h100-80g", 8, 64, grad_dtype="bf16", **kw)
+    b = api.plan("llama2-7b", "h100-80g", 8, 64, runtime=api.Runtime(grad_dtype="bf16"), **kw)
     assert b.best.plan.grad_dtype == "bf16" and a.best.plan.grad_dtype == "fp32"
     assert b.best.iteration_time_s <= a.best.iteration_time_s
     # here strictly: p=1 d=8 mbs=2 needs 80.3 GiB with fp32 gradients (no fit in 71.5), 67.8 GiB with bf16, so
     # only bf16 gradients allow the larger micro-batch
     assert b.best.iteration_time_s < a.best.iteration_time_s
     assert (b.best.plan.dp, b.best.plan.microbatch_size) == (8, 2) and a.best.plan.microbatch_size == 1
-    again = evaluate(replace(a.best.plan, grad_dtype="bf16"), get_model("llama2-7b"), get_accelerator("h100-80g"),
-                     get_cluster("dgx-h100", 8), 64, memory_reserve_bytes=a.best.memory_reserve_bytes)
+    # the plan's runtime carries the reserve a.best was evaluated with
+    assert a.best.plan.runtime.memory_reserve_bytes == a.best.memory_reserve_bytes
+    again = evaluate(replace(a.best.plan, runtime=a.best.plan.runtime.with_(grad_dtype="bf16")), get_model("llama2-7b"),
+                     get_accelerator("h100-80g"), get_cluster("dgx-h100", 8), 64)
     assert again.fits and again.iteration_time_s <= a.best.iteration_time_s
     assert b.best.iteration_time_s <= again.iteration_time_s * (1 + 1e-12)
     assert b.best.memory_bytes_per_device <= b.best.memory_capacity_bytes

@@ -10,6 +10,7 @@ import random
 
 import pytest
 from helpers import lc
+from helpers import PLAN_RUNTIME
 
 from phaze.placement import Plan
 from phaze.placement import stage as st
@@ -107,7 +108,7 @@ def test_evaluate_charges_the_head_chunk_once_on_the_last_stage():
     H = lc(1.0, 2.0, params=100, act=10_000)
     c = LayerCosts(E, B, H)
     dev = DeviceSpec(hbm_bytes=1e18, hbm_Bps=1e12, peak_matrix_flops=1e15)
-    plan = Plan.balanced(8, 2, 1, 1, 1, 4, interleave=2)
+    plan = Plan.balanced(8, 2, 1, 1, 1, 4, interleave=2, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, c, FLAT, 4, dev, num_blocks=8)
     chunks = [[float(st.stage_sums(c, *_counts(r)).activation_bytes) for r in plan.chunks_of(i)] for i in range(2)]
     assert chunks[1][1] == 2 * 100 + 10_000  # blocks 7-8 and the head

@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from helpers import brute_force_mixed, compositions, lc, mode_vectors, plan_of, two_tier_cluster
+from helpers import PLAN_RUNTIME, brute_force_mixed, compositions, lc, mode_vectors, plan_of, two_tier_cluster
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st_
 
@@ -16,14 +16,22 @@ from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.mixed_dp import MixedPartitionProblem
 from phaze.placement.optimizer import best_plans_from_costs
 from phaze.placement.recompute import Recompute
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, PlanSpace, TrainSetting
 
 pos = st_.floats(min_value=0.01, max_value=10.0)
 MODES = ("none", "selective", "full")
 
 
+def space(**kw) -> PlanSpace:
+    """The plan space best_plans_from_costs searched by default before it took one: v in (1, 2, 4), no ZeRO-1,
+    one recompute mode per plan, fewer devices allowed."""
+    kw.setdefault("zero1", (False,))
+    kw.setdefault("per_stage_recompute", False)
+    return PlanSpace(**kw)
+
+
 @st_.composite
-def costs_by_mode(draw, modes=MODES, mbs=1, tp=1):
+def costs_by_mode(draw, modes=MODES, mbs=1, tp=1, overlap=True):
     """{mode: LayerCosts} sharing parameters and boundaries (as phaze builds them) with per-mode times,
     stashed activations and recompute buffers: usually ordered like real recompute (more recompute, longer
     backward, smaller stash), sometimes arbitrary; rarely per-mode parameters too."""
@@ -50,7 +58,8 @@ def costs_by_mode(draw, modes=MODES, mbs=1, tp=1):
     res = {}
     for mode in modes:
         h = replace(H[mode], tied_params=min(E[mode].params, H[mode].params)) if tied else H[mode]
-        s = TrainSetting(microbatch_size=mbs, seq_len=16, tp=tp, recompute=mode)
+        s = TrainSetting(microbatch_size=mbs, seq_len=16, tp=tp, recompute=mode,
+                         runtime=PAPER_RUNTIME.with_(dp_overlap=overlap))
         res[mode] = LayerCosts(E[mode], Bk[mode], h, setting=s)
     return res
 
@@ -69,7 +78,7 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
     best, best_uniform = math.inf, math.inf
     for bl in compositions(L, p):
         for rc in mode_vectors(modes, p):
-            plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1, recompute=rc)
+            plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1, recompute=rc, runtime=PLAN_RUNTIME)
             ev = evaluate_costs(plan, costs, cluster, m * d, dev, num_blocks=L, overlap_dp=overlap)
             if ev.fits:
                 best = min(best, ev.iteration_time_s)
@@ -78,6 +87,7 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
     return best, best_uniform
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 5), p=st_.integers(1, 4), m=st_.integers(1, 6), d=st_.integers(1, 3),
        tight=st_.booleans(), zero1=st_.booleans(), overlap=st_.booleans(),
@@ -102,7 +112,7 @@ def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, mo
     assert sol is not None
     assert math.isclose(sol.objective_s, best, rel_tol=1e-9), (sol, best)
     plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1,
-                   recompute=sol.recompute)
+                   recompute=sol.recompute, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, costs, cluster, m * d, dev, num_blocks=L, overlap_dp=overlap)
     assert ev.fits and math.isclose(ev.iteration_time_s, sol.objective_s, rel_tol=1e-9)
     # a cutoff at or below the optimum leaves nothing; just above it keeps the optimum
@@ -111,21 +121,24 @@ def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, mo
     assert again is not None and math.isclose(again.objective_s, best, rel_tol=1e-9)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 4), B=st_.sampled_from([2, 4]), devices=st_.integers(1, 6),
        tight=st_.booleans(), overlap=st_.booleans())
 def test_search_with_per_stage_recompute_equals_brute_force(data, L, B, devices, tight, overlap):
     costs = {}
     for mbs in (1, 2):
-        group = data.draw(costs_by_mode(("none", "full"), mbs=mbs))
+        group = data.draw(costs_by_mode(("none", "full"), mbs=mbs, overlap=overlap))
         for c in group.values():
             costs[c.setting] = c
     cap = _tight_capacity(data, group, L, max(1, devices // 2), B) if tight else data.draw(st_.floats(3e7, 4e8))
     cluster = two_tier_cluster(n=16, fast=4)
     dev = DeviceSpec(cap, 1e12, 1e15)
     kw = dict(devices=devices, interleave_values=(1, 2), zero1=(False, True))
-    cands, _, reason = best_plans_from_costs(costs, L, cluster, B, dev, overlap_dp=overlap, top_k=3,
-                                             per_stage_recompute=True, **kw)
+    # overlap_dp comes from the settings' runtime (costs_by_mode(overlap=...))
+    cands, _, reason = best_plans_from_costs(costs, L, cluster, B, dev,
+                                             space(interleave_values=(1, 2), zero1=(False, True),
+                                                   per_stage_recompute=True), devices=devices, top_k=3)
     ref = brute_force_mixed(costs, L, cluster, B, dev, overlap=overlap, **kw)
     event("infeasible" if math.isinf(ref) else "feasible")
     if math.isinf(ref):
@@ -169,8 +182,8 @@ def test_mixed_plan_strictly_beats_every_uniform_plan():
     assert sol.blocks == (2, 2) and sol.modes == ("full", "none") and sol.recompute == Recompute(("full", "none"))
     assert sol.objective_s == pytest.approx(38.0, rel=1e-6)
 
-    cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(1,), top_k=2,
-                                            per_stage_recompute=True)
+    cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, space(interleave_values=(1,),
+                                            per_stage_recompute=True), top_k=2)
     best = cands[0]
     assert best.plan.recompute.per_stage == ("full", "none") and best.plan.recompute_modes == ("full", "none")
     assert [r[1] - r[0] for r in best.plan.stages] == [3, 3]  # embedding + 2 blocks, 2 blocks + head
@@ -181,19 +194,19 @@ def test_mixed_plan_strictly_beats_every_uniform_plan():
     assert ev.fits and ev.iteration_time_s == pytest.approx(best.iteration_time_s, rel=1e-12)
     assert [s.recompute for s in ev.stages] == ["full", "none"]
     # every uniform plan is slower: all-full is the best of them, all-none does not fit
-    uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(1,), top_k=0)
+    uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, space(interleave_values=(1,)), top_k=0)
     assert uniform[0].plan.recompute == Recompute.uniform("full") and uniform[0].iteration_time_s == pytest.approx(40.0, rel=1e-6)
     none_only = {s: c for s, c in costs.items() if s.recompute == "none"}
-    assert best_plans_from_costs(none_only, 4, cluster, 4, dev, interleave_values=(1,), top_k=0)[0] == []
+    assert best_plans_from_costs(none_only, 4, cluster, 4, dev, space(interleave_values=(1,)), top_k=0)[0] == []
 
 
 def test_per_stage_recompute_is_opt_in_and_needs_two_modes():
     costs, cluster, dev = _two_stage_case()
-    _, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(1,))
+    _, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, space(interleave_values=(1,)))
     assert stats.mixed_considered == stats.mixed_solved == 0
     full_only = {s: c for s, c in costs.items() if s.recompute == "full"}
-    cands, stats, _ = best_plans_from_costs(full_only, 4, cluster, 4, dev, interleave_values=(1,),
-                                            per_stage_recompute=True)
+    cands, stats, _ = best_plans_from_costs(full_only, 4, cluster, 4, dev, space(interleave_values=(1,),
+                                            per_stage_recompute=True))
     assert stats.mixed_considered == 0 and cands[0].plan.recompute == Recompute.uniform("full")
 
 
@@ -203,13 +216,13 @@ def test_interleaved_plan_mixes_modes_per_device():
     device 1 beats all-full, and equals brute force over every per-device mode vector."""
     costs, cluster, _ = _two_stage_case()
     dev = DeviceSpec(70.0, 1e12, 1e15)
-    cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(2,), top_k=3,
-                                            per_stage_recompute=True)
+    cands, stats, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, space(interleave_values=(2,),
+                                            per_stage_recompute=True), top_k=3)
     best = cands[0]
     assert best.plan.interleave == 2 and best.plan.recompute.per_stage == ("full", "none") and stats.mixed_solved >= 1
     assert best.iteration_time_s == pytest.approx(
         brute_force_mixed(costs, 4, cluster, 4, dev, devices=2, interleave_values=(2,)), rel=1e-12)
-    uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, interleave_values=(2,), top_k=3)
+    uniform, _, _ = best_plans_from_costs(costs, 4, cluster, 4, dev, space(interleave_values=(2,)), top_k=3)
     assert [c.plan.recompute.to_json() for c in uniform] == ["full"]  # all-none does not fit
     assert best.iteration_time_s < uniform[0].iteration_time_s
     ev = evaluate_costs(best.plan, best.costs, cluster, 4, dev, num_blocks=4)

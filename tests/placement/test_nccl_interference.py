@@ -58,11 +58,11 @@ def test_context_parallel_ring_is_charged_as_an_nccl_transfer(monkeypatch):
     costs more than the same block charged only the copy-engine interference."""
     import phaze.cost.overlap as ov
     from phaze.placement import layer_costs
-    from phaze.workload.runtime import TrainSetting
+    from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
     from phaze.workload.zoo import get_model
     model, acc = get_model("llama3-70b"), get_accelerator("h100-80g")
     tier = get_cluster("dgx-h100", 64).tier_for_group(2)
-    s = TrainSetting(1, 8192, 4, True, "none", attention="flash", cp=2)
+    s = TrainSetting(1, 8192, 4, True, "none", cp=2, runtime=PAPER_RUNTIME.with_(attention="flash"))
     monkeypatch.setattr(layer_costs, "_CACHE", {})
     nccl = layer_costs.compute_layer_costs(model, acc, s, tier, "sequential", cp_tier=tier).block
     monkeypatch.setattr(layer_costs, "_CACHE", {})

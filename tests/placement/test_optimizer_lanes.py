@@ -60,6 +60,7 @@ def test_optimizer_energy_hand_computed():
     from phaze.placement.evaluation import evaluate
     from phaze.placement.plan import Plan
     from phaze.placement.power import optimizer_energy_j
+    from phaze.workload.runtime import PAPER_RUNTIME
     from phaze.workload.zoo import get_model
 
     acc = get_accelerator("tpuv4-like")
@@ -68,7 +69,8 @@ def test_optimizer_energy_hand_computed():
     per_byte = HBM_J_PER_BYTE + float(parts["glb_write_J_per_B"][0] + parts["glb_read_J_per_B"][0]
                                       + parts["noc_J_per_B"][0] + parts["vc_J_per_B"][0])
     for zero1 in (False, True):
-        plan = Plan.balanced(model.num_layers, 2, 1, 4, 1, 2, zero1=zero1)
+        plan = Plan.balanced(model.num_layers, 2, 1, 4, 1, 2, zero1=zero1,
+                             runtime=PAPER_RUNTIME.with_(dp_overlap=False))
         ev = evaluate(plan, model, acc, get_cluster("dgx-a100", 8), 8)
         want_j = want_b = 0.0
         for s in ev.stages:

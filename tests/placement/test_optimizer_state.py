@@ -14,11 +14,13 @@ from phaze.placement import Plan, evaluate
 from phaze.placement.evaluation import DeviceSpec
 from phaze.validation.runs import runs_from_mapping
 from phaze.workload.config import OPTIMIZER_STATES
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.memory import layer_memory
 from phaze.workload.zoo import get_model
 from clirunner import EVALUATE_GPT2_XL, evaluate_json_pair, run_phaze
 
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 GPT2 = get_model("gpt2-xl")  # h 1600, 48 blocks
 A100 = get_accelerator("a100-80g")
 H = GPT2.hidden
@@ -28,28 +30,28 @@ BY_HAND = {"fp32": 4 + 4 + 4, "fp32-remainders": 2 + 4 + 4, "bf16-master": 2 + 2
 
 
 def _eval(state, *, pp=2, dp=4, zero1=True):
-    plan = Plan.balanced(GPT2.num_layers, pp, 1, dp, 1, 8, zero1=zero1, attention="flash", precision="bf16",
-                         optimizer_state=state)
+    plan = Plan.balanced(GPT2.num_layers, pp, 1, dp, 1, 8, zero1=zero1,
+                         runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", optimizer_state=state))
     return evaluate(plan, GPT2, A100, get_cluster("dgx-a100", pp * dp), 8 * dp)
 
 
 @pytest.mark.parametrize("state", OPTIMIZER_STATES)
 def test_state_bytes_of_one_layer_by_hand(state):
-    m = layer_memory(GPT2, TrainSetting(1, 1024, optimizer_state=state), "block")
+    m = layer_memory(GPT2, TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(optimizer_state=state)), "block")
     assert m.params == BLOCK_PARAMS and m.optimizer_bytes == BY_HAND[state] * BLOCK_PARAMS
     ref = layer_memory(GPT2, TrainSetting(1, 1024), "block")
     assert (m.weight_bytes, m.grad_bytes, m.activation_bytes) == (ref.weight_bytes, ref.grad_bytes,
                                                                   ref.activation_bytes)
     # the Phaze reference's SGD keeps no state whatever optimizer_state says
-    assert layer_memory(GPT2, TrainSetting(1, 1024, optimizer_state=state), "block", "sgd").optimizer_bytes == 0
+    assert layer_memory(GPT2, TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(optimizer_state=state)), "block", "sgd").optimizer_bytes == 0
 
 
 def test_the_default_is_fp32_and_leaves_plans_unchanged():
-    assert TrainSetting(1, 1024) == TrainSetting(1, 1024, optimizer_state="fp32")
-    plan = Plan.balanced(GPT2.num_layers, 1, 1, 1, 1, 8)
+    assert TrainSetting(1, 1024) == TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(optimizer_state="fp32"))
+    plan = Plan.balanced(GPT2.num_layers, 1, 1, 1, 1, 8, runtime=PLAN_RUNTIME)
     assert plan.optimizer_state == "fp32" and "adam=" not in plan.describe()
     assert plan.to_dict()["optimizer_state"] == "fp32"
-    assert Plan.from_dict(Plan.balanced(48, 2, 1, 1, 1, 8, optimizer_state="bf16").to_dict()).optimizer_state == "bf16"
+    assert Plan.from_dict(Plan.balanced(48, 2, 1, 1, 1, 8, runtime=PLAN_RUNTIME.with_(optimizer_state="bf16")).to_dict()).optimizer_state == "bf16"
 
 
 @pytest.mark.parametrize("zero1", [True, False])
@@ -69,20 +71,19 @@ def test_stage_memory_and_optimizer_step_by_hand(zero1):
         assert ev.iteration_time_s <= base.iteration_time_s
 
 
-@pytest.mark.parametrize("field, setting_msg, api_msg", [
-    ("grad_dtype", "grad_dtype must be one of fp32, bf16, got 'fp16'",
-     "--grad-dtype: unknown gradient format 'fp16'; use fp32 or bf16"),
-    ("optimizer_state", "optimizer_state must be one of fp32, fp32-remainders, bf16-master, bf16, got 'fp16'",
-     "--optimizer-state: unknown Adam state 'fp16'"),
+@pytest.mark.parametrize("field, msg", [
+    ("grad_dtype", "--grad-dtype: unknown value 'fp16'; use one of fp32, bf16"),
+    ("optimizer_state", "--optimizer-state: unknown value 'fp16'; use one of fp32, fp32-remainders, bf16-master, bf16"),
 ])
-def test_bad_values_are_one_line_errors(field, setting_msg, api_msg):
-    """The two optimizer-format fields (this one and ``grad_dtype``) refuse an unknown value at every layer."""
-    with pytest.raises(ConfigError, match=setting_msg):
-        TrainSetting(1, 1024, **{field: "fp16"})
-    with pytest.raises(ConfigError, match=f"plan: {field} must be one of"):
-        Plan.balanced(48, 1, 1, 1, 1, 8, **{field: "fp16"})
-    with pytest.raises(ConfigError, match=api_msg):
-        api.evaluate_plan("gpt2-xl", "a100-80g", 8, 64, 1, 1, 8, 1, **{field: "fp16"})
+def test_bad_values_are_one_line_errors(field, msg):
+    """The two optimizer-format fields (this one and ``grad_dtype``) refuse an unknown value at every layer
+    (each layer now takes them in its ``Runtime``, which refuses them)."""
+    with pytest.raises(ConfigError, match=msg):
+        TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(**{field: "fp16"}))
+    with pytest.raises(ConfigError, match=msg):
+        Plan.balanced(48, 1, 1, 1, 1, 8, runtime=PLAN_RUNTIME.with_(**{field: "fp16"}))
+    with pytest.raises(ConfigError, match=msg):
+        api.evaluate_plan("gpt2-xl", "a100-80g", 8, 64, api.PlanShape(1, 1, 8, 1), runtime=api.Runtime(**{field: "fp16"}))
 
 
 def test_cli_flag(capsys):
@@ -142,7 +143,7 @@ def test_the_tied_copy_on_one_stage_is_subtracted_at_the_sharded_state():
     layers' static bytes less the head's copy -- weights, gradients and, with ZeRO-1, the 1/d of the state
     the stage holds (it once subtracted the whole 12 B per parameter, under-counting p = 1 ZeRO-1 plans)."""
     from phaze.workload.memory import layer_memory as lm
-    s = TrainSetting(1, 1024, attention="flash", precision="bf16")
+    s = TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16"))
     E, B, Hd = lm(GPT2, s, "embedding"), lm(GPT2, s, "block"), lm(GPT2, s, "head")
     assert Hd.tied_params == 50257 * H and E.params == 50257 * H + 1024 * H
     for zero1, d in ((True, 8), (False, 8), (True, 1)):

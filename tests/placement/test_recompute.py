@@ -13,6 +13,10 @@ from clirunner import run_phaze
 import phaze
 from phaze.errors import ConfigError
 from phaze.placement import Plan, Recompute
+from phaze.workload.runtime import PAPER_RUNTIME
+
+# what an old Plan(...) without runtime keywords ran: standard attention, fp16, no DP overlap, no reserve
+PLAN_RUNTIME = PAPER_RUNTIME.with_(dp_overlap=False)
 
 
 def test_equal_modes_collapse_to_one():
@@ -59,13 +63,13 @@ def test_parse_refuses_with_one_line(value, stages, msg):
 def test_plan_takes_only_the_one_type():
     kw = dict(stages=((0, 2), (2, 4)), tp=1, dp=1, microbatch_size=1, num_microbatches=4)
     with pytest.raises(ConfigError, match="must be a Recompute"):
-        Plan(**kw, recompute="full")
+        Plan(**kw, recompute="full", runtime=PLAN_RUNTIME)
     with pytest.raises(ConfigError, match="must be a Recompute"):
-        Plan(**kw, recompute=("full", "none"))
+        Plan(**kw, recompute=("full", "none"), runtime=PLAN_RUNTIME)
     with pytest.raises(ConfigError, match="3 per-stage recompute modes for 2 pipeline stages"):
-        Plan(**kw, recompute=Recompute(("full", "none", "full")))
-    assert Plan(**kw).recompute == Recompute.uniform("none")
-    assert Plan(**kw, recompute=Recompute(("full", "none"))).recompute_modes == ("full", "none")
+        Plan(**kw, recompute=Recompute(("full", "none", "full")), runtime=PLAN_RUNTIME)
+    assert Plan(**kw, runtime=PLAN_RUNTIME).recompute == Recompute.uniform("none")
+    assert Plan(**kw, recompute=Recompute(("full", "none")), runtime=PLAN_RUNTIME).recompute_modes == ("full", "none")
 
 
 def test_round_trip_cli_string_to_plan_file_and_back(capsys):
@@ -80,7 +84,8 @@ def test_round_trip_cli_string_to_plan_file_and_back(capsys):
         d = json.loads(out)
         assert d["recompute"] == stored
         again = Plan.from_dict(d)
-        built = phaze.api.evaluate_plan("bert-large", "a100-80g", 4, 8, tp=1, pp=4, dp=1, mbs=1, recompute=flag).plan
+        built = phaze.api.evaluate_plan("bert-large", "a100-80g", 4, 8,
+                                          phaze.api.PlanShape(tp=1, pp=4, dp=1, mbs=1, recompute=flag)).plan
         assert again == built and again.recompute == Recompute.parse(flag)
         assert [s["recompute"] for s in d["stage_breakdown"]] == list(again.recompute_modes)
         assert Plan.from_dict(json.loads(json.dumps(again.to_dict()))) == again
@@ -89,7 +94,7 @@ def test_round_trip_cli_string_to_plan_file_and_back(capsys):
 def test_old_plan_files_still_read():
     """Files written before the type: a per-stage list whose modes all agree (an old evaluate run), and a
     plan without a recompute key read as "none"."""
-    d = Plan.balanced(4, 2, 1, 1, 1, 4, recompute=Recompute(("full", "none"))).to_dict()
+    d = Plan.balanced(4, 2, 1, 1, 1, 4, recompute=Recompute(("full", "none")), runtime=PLAN_RUNTIME).to_dict()
     old = dict(d, recompute=["full", "full"])
     assert Plan.from_dict(old).recompute == Recompute.uniform("full")
     assert Plan.from_dict(old).to_dict()["recompute"] == "full"

@@ -11,7 +11,7 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan, evaluate
 from phaze.placement.layer_costs import compute_layer_costs
 from phaze.placement.stage import exposed_sync_s
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.graphs import flash_keys, layer_graph
 from phaze.workload.memory import layer_memory
 from phaze.workload.ops import Collective, Gemm
@@ -26,7 +26,7 @@ def test_flash_activation_memory_is_korthikanti_without_the_score_matrix():
     log-sum-exp per query row and head: 34 sbh/t + 4 b (a/t) s."""
     b, s, h, a, t = 1, 2048, 12288, 96, 8
     std = layer_memory(GPT, TrainSetting(b, s, t, True, "none"), "block").activation_bytes
-    fl = layer_memory(GPT, TrainSetting(b, s, t, True, "none", attention="flash"), "block").activation_bytes
+    fl = layer_memory(GPT, TrainSetting(b, s, t, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash")), "block").activation_bytes
     assert std == s * b * h // t * (34 + 5 * a * s // h)
     assert fl == 34 * s * b * h // t + 4 * b * (a // t) * s
 
@@ -34,7 +34,7 @@ def test_flash_activation_memory_is_korthikanti_without_the_score_matrix():
 def test_flash_flops_causal_half_and_backward_two_and_a_half():
     b, s, t = 1, 2048, 8
     a, d = GPT.heads // t, GPT.head_dim
-    st = TrainSetting(b, s, t, True, "none", attention="flash")
+    st = TrainSetting(b, s, t, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash"))
     kf = flash_keys(GPT, s)
     assert kf == (s + 1 + 1) // 2  # mean of i + 1 over i < s = (s + 1) / 2, rounded up
     fwd = [o for o in layer_graph(GPT, st, "block", "fwd").ops if "flash_" in o.name]
@@ -76,7 +76,7 @@ def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
     # fc2_fprop 20), written here from the source, not read from phaze's table
     comm_sms = {"attn.reduce_scatter": 24, "mlp.reduce_scatter": 20}
     from phaze.cost.gpu_layer import gpu_layer_time_s
-    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
+    s = TrainSetting(1, 2048, 8, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash", tp_overlap=True))
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
     g = layer_graph(GPT, s, "block", "fwd")
     arch = H100.as_arrays()
@@ -106,10 +106,12 @@ def test_tp_overlap_forward_charges_the_last_reduce_scatter_chunks():
 
 def test_tp_overlap_between_no_comm_and_blocking():
     """Overlapped, a block's time lies between its time without any TP collective and the blocking time."""
-    s = dict(microbatch_size=1, seq_len=2048, tp=8, sequence_parallel=True, recompute="none", attention="flash")
+    s = dict(microbatch_size=1, seq_len=2048, tp=8, sequence_parallel=True, recompute="none",
+             runtime=PAPER_RUNTIME.with_(attention="flash"))
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
     slow = compute_layer_costs(GPT, H100, TrainSetting(**s), tier).block
-    fast = compute_layer_costs(GPT, H100, TrainSetting(**s, tp_overlap=True), tier).block
+    fast = compute_layer_costs(GPT, H100, TrainSetting(**dict(s, runtime=s["runtime"].with_(tp_overlap=True))),
+                               tier).block
     graph = layer_graph(GPT, TrainSetting(**s), "block", "fwd")
     gemm_fwd = sum(float(gpu_gemm_latency_s(o, H100.as_arrays())[0]) for o in graph.ops if isinstance(o, Gemm))
     assert sum(isinstance(o, Collective) for o in graph.ops) == 4  # 2 all-gathers, 2 reduce-scatters
@@ -118,9 +120,9 @@ def test_tp_overlap_between_no_comm_and_blocking():
 
 def test_tp_overlap_needs_sequence_parallelism():
     with pytest.raises(ConfigError, match="sequence parallelism"):
-        TrainSetting(1, 2048, 8, False, "none", tp_overlap=True)
+        TrainSetting(1, 2048, 8, False, "none", runtime=PAPER_RUNTIME.with_(tp_overlap=True))
     with pytest.raises(ConfigError, match="sequence-parallel"):
-        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, 8, 8, 1, 1, tp_overlap=True)
+        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, api.PlanShape(tp=8, pp=8, dp=1, mbs=1), runtime=api.Runtime(tp_overlap=True))
 
 
 def test_dp_overlap_exposes_at_least_the_last_bucket():
@@ -136,10 +138,10 @@ def test_fp8_gemm_twice_the_rate_on_h100_and_refused_on_a100():
     t16, t8 = (float(gpu_gemm_latency_s(g, H100.as_arrays())[0]) for g in (g16, g8))
     assert t8 == pytest.approx(t16 / H100.fp8_matrix_factor, rel=0.02)  # compute-bound: the FP8 rate
     with pytest.raises(ConfigError, match="FP8"):
-        api.evaluate_plan("gpt3-175b", "a100-80g", 64, 64, 8, 8, 1, 1, precision="fp8")
-    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64, tp=8, pp=8, dp=1, mbs=1,
-                sequence_parallel=True, recompute="selective")
-    e16, e8 = api.evaluate_plan(**base), api.evaluate_plan(**base, precision="fp8")
+        api.evaluate_plan("gpt3-175b", "a100-80g", 64, 64, api.PlanShape(tp=8, pp=8, dp=1, mbs=1), runtime=api.Runtime(precision="fp8"))
+    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64,
+                shape=api.PlanShape(tp=8, pp=8, dp=1, mbs=1, sequence_parallel=True, recompute="selective"))
+    e16, e8 = api.evaluate_plan(**base), api.evaluate_plan(**base, runtime=api.Runtime(precision="fp8"))
     assert e8.iteration_time_s < e16.iteration_time_s
     # the FP8 weight and its transpose (1 B each) replace the 16-bit weight; the linear layers' saved inputs halve
     assert e8.stages[1].weight_bytes == pytest.approx(e16.stages[1].weight_bytes)
@@ -147,33 +149,33 @@ def test_fp8_gemm_twice_the_rate_on_h100_and_refused_on_a100():
 
 
 def test_memory_reserve_sets_the_capacity():
-    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64, tp=8, pp=8, dp=1, mbs=1,
-                sequence_parallel=True, recompute="selective")
+    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64,
+                shape=api.PlanShape(tp=8, pp=8, dp=1, mbs=1, sequence_parallel=True, recompute="selective"))
     e = api.evaluate_plan(**base)
     assert e.memory_capacity_bytes == H100.hbm_bytes - 3 * 2**30 and e.memory_reserve_bytes == 3 * 2**30
     tight = (H100.hbm_bytes - e.memory_bytes_per_device) / 2**30
-    assert api.evaluate_plan(**base, memory_reserve_gib=tight * 0.99).fits
-    assert not api.evaluate_plan(**base, memory_reserve_gib=tight * 1.01).fits
+    assert api.evaluate_plan(**base, runtime=api.Runtime(memory_reserve_bytes=tight * 0.99 * 2**30)).fits
+    assert not api.evaluate_plan(**base, runtime=api.Runtime(memory_reserve_bytes=tight * 1.01 * 2**30)).fits
     with pytest.raises(ConfigError):
-        api.evaluate_plan(**base, memory_reserve_gib=-1)
+        api.evaluate_plan(**base, runtime=api.Runtime(memory_reserve_bytes=-1 * 2**30))
 
 
 def test_standard_attention_stores_scores_flash_does_not():
-    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64, tp=8, pp=8, dp=1, mbs=1,
-                sequence_parallel=True)
-    std, fl = (api.evaluate_plan(**base, attention=k) for k in ("standard", "flash"))
+    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64,
+                shape=api.PlanShape(tp=8, pp=8, dp=1, mbs=1, sequence_parallel=True))
+    std, fl = (api.evaluate_plan(**base, runtime=api.Runtime(attention=k)) for k in ("standard", "flash"))
     assert fl.memory_bytes_per_device < std.memory_bytes_per_device
     assert fl.iteration_time_s < std.iteration_time_s
 
 
 def test_plan_carries_its_features_in_json():
-    e = api.evaluate_plan("gpt3-175b", "h100-80g", 128, 64, 8, 8, 2, 1, sequence_parallel=True, tp_overlap=True,
-                          dp_overlap=True, zero1=True)
+    e = api.evaluate_plan("gpt3-175b", "h100-80g", 128, 64, api.PlanShape(tp=8, pp=8, dp=2, mbs=1, sequence_parallel=True, zero1=True), runtime=api.Runtime(tp_overlap=True, dp_overlap=True))
     d = json.loads(json.dumps(e.to_dict()))
     assert d["attention"] == "flash" and d["precision"] == "bf16" and d["tp_overlap"] and d["dp_overlap"]
     assert d["devices_used"] == 128 and d["devices_given"] == 128
     assert Plan(**{k: e.plan.__dict__[k] for k in e.plan.__dataclass_fields__}) == e.plan
-    again = evaluate(e.plan, GPT, H100, get_cluster("dgx-h100", 128), 64, memory_reserve_bytes=3 * 2**30)
+    assert e.plan.runtime.memory_reserve_bytes == 3 * 2**30  # the reserve travels with the plan's runtime
+    again = evaluate(e.plan, GPT, H100, get_cluster("dgx-h100", 128), 64)
     assert again.iteration_time_s == e.iteration_time_s
 
 
@@ -184,8 +186,8 @@ def test_cluster_file_reproduces_the_preset_and_pins_collectives(tmp_path):
     plain = tmp_path / "plain.yaml"  # the example without its collectives pin
     plain.write_text("".join(x for x in example.read_text().splitlines(True)
                              if not x.startswith(("collectives:", "  pp:"))))
-    kw = dict(model="gpt3-175b", accelerator="h100-80g", devices=128, global_batch=64, tp=8, pp=8, dp=2, mbs=1,
-              sequence_parallel=True)
+    kw = dict(model="gpt3-175b", accelerator="h100-80g", devices=128, global_batch=64,
+              shape=api.PlanShape(tp=8, pp=8, dp=2, mbs=1, sequence_parallel=True))
     preset = api.evaluate_plan(**kw)
     mine = api.evaluate_plan(**kw, cluster=str(plain))
     assert mine.iteration_time_s == pytest.approx(preset.iteration_time_s, rel=1e-12)
@@ -212,7 +214,7 @@ def test_bad_cluster_file_is_one_line(tmp_path, text, needle):
     p = tmp_path / "c.yaml"
     p.write_text(text)
     with pytest.raises(PhazeError) as e:
-        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, 8, 8, 1, 1, cluster=str(p))
+        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, api.PlanShape(tp=8, pp=8, dp=1, mbs=1), cluster=str(p))
     assert needle in str(e.value) and "\n" not in str(e.value)
 
 
@@ -230,23 +232,21 @@ def test_context_parallel_halves_the_work_and_activations_per_device():
     GEMM FLOPs and stashed activations per device are exactly half; the K/V ring is costed on the CP tier."""
     from phaze.workload.graphs import cp_ring_bytes
     m = get_model("llama3-70b")
-    one = TrainSetting(1, 8192, 4, True, "none", attention="flash")
-    two = TrainSetting(1, 8192, 4, True, "none", attention="flash", cp=2)
+    one = TrainSetting(1, 8192, 4, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash"))
+    two = TrainSetting(1, 8192, 4, True, "none", cp=2, runtime=PAPER_RUNTIME.with_(attention="flash"))
     for d in ("fwd", "bwd"):
         assert layer_graph(m, two, "block", d).gemm_flops * 2 == layer_graph(m, one, "block", d).gemm_flops
     assert layer_memory(m, two, "block").activation_bytes * 2 == layer_memory(m, one, "block").activation_bytes
     # K and V of 4096 tokens, 8/4 kv heads of 128, bf16: one ring step forward, K, V, dK, dV backward
     assert cp_ring_bytes(m, two, "fwd") == 2 * 2 * 4096 * 2 * 128 and cp_ring_bytes(m, two, "bwd") == 2 * 2 * 2 * 4096 * 2 * 128
-    e = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, interleave=5, sequence_parallel=True,
-                          zero1=True, cp=2)
+    e = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero1=True, cp=2))
     assert e.devices_used == 64 and e.plan.cp == 2 and "cp=2" in e.plan.describe()
-    half = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, interleave=5, sequence_parallel=True,
-                             zero1=True, cp=1)
+    half = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero1=True, cp=1))
     assert half.devices_used == 32 and e.iteration_time_s < half.iteration_time_s
     # ZeRO-1 shards the optimizer over the 2 x 2 data- and context-parallel ranks
     assert e.stages[1].optimizer_bytes == pytest.approx(half.stages[1].optimizer_bytes / 2)
     with pytest.raises(ConfigError, match="flash"):
-        api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, 4, 4, 2, 1, attention="standard", cp=2)
+        api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, cp=2), runtime=api.Runtime(attention="standard"))
 
 
 def test_transfer_interference_reproduces_its_h100_measurement():

@@ -19,7 +19,7 @@ from phaze.hardware.presets import get_accelerator, get_cluster
 from phaze.placement import Plan
 from phaze.cost.gpu_layer import gpu_layer_time_s
 from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
-from phaze.workload.runtime import TrainSetting
+from phaze.workload.runtime import PAPER_RUNTIME, TrainSetting
 from phaze.workload.graphs import layer_graph
 from phaze.workload.ops import Gemm
 from phaze.workload.zoo import get_model
@@ -91,7 +91,7 @@ def test_block_under_two_configurations_by_hand(config):
     ring exchanges in t chunks, pipelines in 4 with the last reduce-scatter chunk exposed, bulk beside the
     whole GEMM, every GEMM slowed by the transfer beside it, the rest in sequence."""
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
-    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True, tp_overlap_config=config)
+    s = TrainSetting(1, 2048, 8, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash", tp_overlap=True, tp_overlap_config=config))
     sm = HAND_SMS[config]
     for direction, pairs in (
             ("fwd", {"qkv": ("qkv.all_gather", "ring"), "fc1": ("fc1.all_gather", "ring"),
@@ -121,7 +121,7 @@ def test_te_defaults_cost_the_backward_more():
     """TE's defaults hold 16 SMs for every bulk overlap (NeMo's tuned GPT-3 configuration 2 to 8): the
     backward's bulk GEMMs run slower; the forward's pipelined ones faster (16 SMs instead of 24 / 20)."""
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
-    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
+    s = TrainSetting(1, 2048, 8, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash", tp_overlap=True))
     t = {(d, c): gpu_layer_time_s(layer_graph(GPT, s, "block", d), H100, tier, True, 8, tp_overlap_config=c)
          for d in ("fwd", "bwd") for c in HAND_SMS}
     assert t[("bwd", "te-default")] > t[("bwd", "nemo-gpt3-175b-h100")]
@@ -162,8 +162,7 @@ def test_block_with_ring_exchange_reduce_scatters_by_hand():
     behind the next chunk, the sum of the partial shards at the achievable HBM bandwidth)."""
     cfg = "nemo2-fp8-h100-h12288-tp4"
     tier = get_cluster("dgx-h100", 8).tier_for_group(8)
-    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", precision="fp8", tp_overlap=True,
-                     tp_overlap_config=cfg)
+    s = TrainSetting(1, 2048, 8, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash", precision="fp8", tp_overlap=True, tp_overlap_config=cfg))
     g = layer_graph(GPT, s, "block", "fwd")
     t = _timer(g, tier)
     lat = gpu_layer_time_s(g, H100, tier, True, 8, tp_overlap_config=cfg)
@@ -224,17 +223,20 @@ def test_validation_runs_carry_their_configuration():
 
 
 def test_plan_field_describe_json_and_bad_name():
-    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64, tp=8, pp=8, dp=1, mbs=1,
-                sequence_parallel=True, tp_overlap=True)
-    d, te = api.evaluate_plan(**base), api.evaluate_plan(**base, tp_overlap_config="te-default")
+    base = dict(model="gpt3-175b", accelerator="h100-80g", devices=64, global_batch=64,
+                shape=api.PlanShape(tp=8, pp=8, dp=1, mbs=1, sequence_parallel=True))
+    on = api.Runtime(tp_overlap=True)
+    d, te = (api.evaluate_plan(**base, runtime=on),
+             api.evaluate_plan(**base, runtime=on.with_(tp_overlap_config="te-default")))
     assert "tp-overlap " in d.plan.describe() + " " and "te-default" not in d.plan.describe()
     assert "tp-overlap=te-default" in te.plan.describe()
     assert te.iteration_time_s != d.iteration_time_s
     assert Plan.from_dict(te.plan.to_dict()) == te.plan and te.to_dict()["tp_overlap_config"] == "te-default"
     with pytest.raises(ConfigError, match="--tp-overlap-config: unknown userbuffers configuration 'x'"):
-        api.evaluate_plan(**base, tp_overlap_config="x")
+        api.evaluate_plan(**base, runtime=on.with_(tp_overlap_config="x"))
     with pytest.raises(ConfigError, match="unknown TP-overlap configuration"):
-        Plan.balanced(96, 8, 8, 1, 1, 64, sequence_parallel=True, tp_overlap=True, tp_overlap_config="x")
+        Plan.balanced(96, 8, 8, 1, 1, 64, sequence_parallel=True,
+                      runtime=PAPER_RUNTIME.with_(dp_overlap=False, tp_overlap=True, tp_overlap_config="x"))
 
 
 def test_cli_flag_and_unknown_name(capsys):
@@ -259,7 +261,7 @@ def test_bulk_overlaps_pair_with_the_layers_other_gemm():
     """TE runs the input all-gather for the wgrad beside the dgrad GEMM and the dgrad's reduce-scatter beside
     the wgrad GEMM: a collective never pairs with the GEMM that produces or consumes it in a bulk overlap."""
     from phaze.cost.overlap import overlap_pairs
-    s = TrainSetting(1, 2048, 8, True, "none", attention="flash", tp_overlap=True)
+    s = TrainSetting(1, 2048, 8, True, "none", runtime=PAPER_RUNTIME.with_(attention="flash", tp_overlap=True))
     g = layer_graph(GPT, s, "block", "bwd")
     named = {g.ops[j].name: [g.ops[c].name for c in cs] for j, cs in overlap_pairs(g).items()}
     for layer in ("qkv", "fc1"):

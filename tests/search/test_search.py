@@ -9,6 +9,7 @@ import pytest
 
 from phaze.errors import StoreError
 from phaze.hardware.presets import get_cluster
+from phaze.hardware.space import DesignSpace
 from phaze.hardware.space import enumerate_space
 from phaze.search import SearchSpec, Store, run_search
 from phaze.search.bounds import model_bounds
@@ -97,6 +98,7 @@ def test_resume_recomputes_nothing(pruned_and_brute):
     assert again.best == a.best
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
     a, b, _ = pruned_and_brute
     store = tmp_path / "killed.db"
@@ -139,6 +141,26 @@ def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
 SMALL = ModelConfig(name="small", num_layers=2, hidden=128, heads=2, ffn=512, vocab=1000, seq_len=256, max_tp=2)
 
 
+def test_two_models_store_per_model_results_and_the_joint_winner(tmp_path):
+    """The inner-loop check of a two-model search (the brute-force comparison is the slow test below): on
+    a few chips, the joint winner is the best joint score stored, each model's own best is among its
+    stored rows, and ``results --model`` reads them."""
+    from phaze import api
+    from phaze.errors import ConfigError
+
+    few = DesignSpace(num_tc=(1, 4), num_vc=(1,), tc_widths=(16, 64), tc_depths=(16,), glb_bytes=(32 * 2**20,))
+    both = run_search(spec(models=(TINY, SMALL), space=few, hbm_gib=(2,), microbatch_sizes=(1,),
+                           recompute_modes=("none",)), str(tmp_path / "j.db"), workers=1, quiet=True, prune=False)
+    assert [r["model"] for r in both.per_model] == ["tiny", "small"]
+    assert api.results(both.store, top=1)[0]["chip"] == both.best["chip"]
+    for k, m in enumerate(("tiny", "small")):
+        top = api.results(both.store, top=1, model=m)[0]
+        assert (top["chip"], top["hbm_gib"]) == (both.per_model[k]["chip"], both.per_model[k]["hbm_gib"])
+    with pytest.raises(ConfigError, match="not in this store"):
+        api.results(both.store, model="gpt3-175b")
+
+
+@pytest.mark.slow
 def test_two_models_report_each_models_own_best_chip(tmp_path):
     """With two models, each model's own best chip equals a brute-force search of that model alone, and the
     joint winner equals the joint brute force."""
@@ -208,6 +230,7 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     from phaze.errors import InfeasibleError
     from phaze.placement import optimize
     from phaze.units import GiB
+    from phaze.workload.runtime import PAPER_RUNTIME, PlanSpace
 
     a, _, _ = pruned_and_brute
     s = spec()
@@ -219,10 +242,10 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     cluster = get_cluster(s.cluster, s.devices)
     chip = replace(s.space.reference, hbm_bytes=int(at["hbm_gib"] * GiB))
     try:
-        want = optimize(s.models[0], chip, cluster, s.global_batch, devices=s.devices,
-                        microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
-                        interleave_values=(1,), sequence_parallel=(False,), top_k=0, baselines=False,
-                        per_stage_recompute=False, zero1=False).best.throughput_seq_per_s
+        space = PlanSpace(microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
+                          interleave_values=(1,), sequence_parallel=(False,), per_stage_recompute=False, zero1=False)
+        want = optimize(s.models[0], chip, cluster, s.global_batch, PAPER_RUNTIME, space, devices=s.devices,
+                        top_k=0, baselines=False).best.throughput_seq_per_s
     except InfeasibleError:  # nothing fits at that size
         want = 0.0
     assert at["best_seq_per_s"] == pytest.approx(want, rel=1e-12)

@@ -70,7 +70,7 @@ def test_evaluate_traced_equals_the_config_path(traced, accelerator, rel_tol):
     """Designed chip (scheduled time model): within 1%. GPU preset (sequential time model): each eager kernel
     of the trace (RMSNorm as pow/mean/rsqrt/mul, rotary as mul/neg/cat/add) is timed on its own where our
     graph has one fused op, so the traced iteration is slower (+16% measured); the memory agrees within 2%."""
-    kw = dict(devices=8, global_batch=16, tp=1, pp=2, dp=4, mbs=MBS, seq_len=SEQ)
+    kw = dict(devices=8, global_batch=16, shape=api.PlanShape(tp=1, pp=2, dp=4, mbs=MBS), seq_len=SEQ)
     a = api.evaluate_plan(traced.traced_model, accelerator, **kw)
     b = api.evaluate_plan(traced.model, accelerator, **kw)
     assert a.fits and b.fits
@@ -79,7 +79,7 @@ def test_evaluate_traced_equals_the_config_path(traced, accelerator, rel_tol):
 
 
 def test_traced_file_round_trip_and_plan(traced, tmp_path, monkeypatch, capsys):
-    from phaze.api import _traced_file_text
+    from phaze.api.workload import _traced_file_text
 
     out = tmp_path / "traced.json"
     out.write_text(_traced_file_text(traced, str(out)))
@@ -92,12 +92,12 @@ def test_traced_file_round_trip_and_plan(traced, tmp_path, monkeypatch, capsys):
 def test_traced_refusals_are_one_line(traced):
     tm = traced.traced_model
     for kw, text in ((dict(tp=2, dp=2), "tensor-parallel width 1"), (dict(tp=1, dp=4, mbs=2), "traced at microbatch 1")):
-        args = dict(devices=8, global_batch=16, tp=1, pp=2, dp=4, mbs=1, seq_len=SEQ) | kw
+        shape = dict(tp=1, pp=2, dp=4, mbs=1) | kw
         with pytest.raises(ConfigError, match=text) as info:
-            api.evaluate_plan(tm, "a100-80g", **args)
+            api.evaluate_plan(tm, "a100-80g", 8, 16, api.PlanShape(**shape), seq_len=SEQ)
         assert "\n" not in str(info.value)
     with pytest.raises(ConfigError, match="traced at microbatch 1"):
-        api.plan(tm, "a100-80g", 8, 16, microbatch_sizes=(2, 4))
+        api.plan(tm, "a100-80g", 8, 16, space=api.PlanSpace(microbatch_sizes=(2, 4)))
 
 
 def test_module_with_unlike_blocks_is_not_plannable(monkeypatch):

@@ -16,6 +16,7 @@ from phaze.api.search import (exact_rows, load_search, reproduce, results, searc
 from phaze.api.validate import validate, validate_chip, validate_chip_energy
 from phaze.api.workload import (ModelSummary, ZooEntry, check_torch, import_model, make_setting, model_file_text,
                                 models, show_model)
+from phaze.workload.config import GRAD_DTYPES, LAYER_KINDS, OPTIMIZER_STATES
 from phaze.workload.runtime import PAPER_PLAN_SPACE, PAPER_RUNTIME, PlanSpace, Runtime
 
 __all__ = [
@@ -25,5 +26,5 @@ __all__ = [
     "resolve_cluster", "resolve_model", "exact_rows", "load_search", "reproduce", "results", "search",
     "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",
     "validate_chip_energy", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
-    "model_file_text", "models", "show_model", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime",
+    "model_file_text", "models", "show_model", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime", "GRAD_DTYPES", "LAYER_KINDS", "OPTIMIZER_STATES",
 ]

@@ -38,8 +38,7 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    from phaze.workload.config import GRAD_DTYPES, OPTIMIZER_STATES
-    from phaze.workload.runtime import Runtime
+    from phaze.api import GRAD_DTYPES, OPTIMIZER_STATES, Runtime
     rt = Runtime()  # the flags' defaults are the Runtime's (one set of defaults)
     DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG = (rt.grad_dtype, rt.optimizer_state,
                                                                               rt.tp_overlap_config)
@@ -104,8 +103,7 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from phaze import api  # noqa: F401
-    from phaze.workload.config import LAYER_KINDS
+    from phaze.api import LAYER_KINDS
     from phaze.cli import commands as c
 
     ap = _Parser(prog="phaze", description="Co-design LLM training accelerators and their training plans.")

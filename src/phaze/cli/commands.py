@@ -8,8 +8,7 @@ from phaze import api
 from phaze.errors import ConfigError
 from phaze.jsonable import dumps, to_jsonable
 from phaze.report.tables import gib, print_tables, si, table
-from phaze.units import GiB
-from phaze.workload.runtime import PlanSpace, Runtime
+from phaze.api import PlanSpace, Runtime
 
 
 def _out(args: argparse.Namespace, data, *tables) -> int:
@@ -169,7 +168,7 @@ def _runtime(args) -> Runtime:
               optimizer_state=args.optimizer_state, dp_overlap=args.dp_overlap, deterministic=args.deterministic,
               grad_accum_fusion=not args.no_grad_accum_fusion)
     if args.memory_reserve_gib is not None:
-        kw["memory_reserve_bytes"] = args.memory_reserve_gib * GiB
+        kw["memory_reserve_bytes"] = args.memory_reserve_gib * 2**30  # GiB
     return Runtime(**kw)
 
 
