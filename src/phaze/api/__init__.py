@@ -13,7 +13,7 @@ from phaze.api.resolve import (check_html_path, check_ranges, check_tp_overlap_c
                                resolve_accelerator, resolve_cluster, resolve_model)
 from phaze.api.search import (exact_rows, load_search, reproduce, results, search, search_report, search_setting,
                               search_spec, spotlight)
-from phaze.api.validate import validate, validate_chip, validate_chip_energy
+from phaze.api.validate import validate, validate_chip, validate_chip_energy, validate_moe
 from phaze.api.workload import (ModelSummary, ZooEntry, check_torch, import_model, make_setting, model_file_text,
                                 models, show_model)
 from phaze.workload.config import GRAD_DTYPES, LAYER_KINDS, OPTIMIZER_STATES
@@ -25,6 +25,6 @@ __all__ = [
     "check_html_path", "check_ranges", "check_tp_overlap_config", "default_cluster", "resolve_accelerator",
     "resolve_cluster", "resolve_model", "exact_rows", "load_search", "reproduce", "results", "search",
     "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",
-    "validate_chip_energy", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
+    "validate_chip_energy", "validate_moe", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
     "model_file_text", "models", "show_model", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime", "GRAD_DTYPES", "LAYER_KINDS", "OPTIMIZER_STATES",
 ]

@@ -29,3 +29,10 @@ def validate_chip_energy():
     minimum, and whether the goal (15% max, 5% mean) is met."""
     from phaze.validation.chip_energy import validate_chip_energy as run
     return run()
+
+
+def validate_moe():
+    """The MoE time model against the shipped dev set of published MoE runs (``phaze.validation.moe``): a
+    MoeReport with per-run predicted and measured times, signed errors, fits, and the mean and max |error|."""
+    from phaze.validation.moe import validate_moe as run
+    return run()

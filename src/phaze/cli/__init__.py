@@ -295,6 +295,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="compare phaze's GEMM cycles on one tensor core with ZigZag and SCALE-Sim, and its GEMM "
                         "energy with ZigZag's count of the same schedule, over the shipped panels "
                         "(docs/chip-validation.md, docs/chip-energy-validation.md) instead (default: off)")
+    p.add_argument("--moe", action="store_true",
+                   help="the Mixture-of-Experts time model against its dev set of published H100 runs "
+                        "(DeepSeek-V3, Qwen3-235B-A22B, Qwen3-30B-A3B, GPT-OSS-120B, Mixtral 8x7B) instead "
+                        "(default: off)")
     p.set_defaults(func=c.cmd_validate)
 
     p = sub.add_parser("demo", help="the main job on a built-in default (what `make demo` runs)")

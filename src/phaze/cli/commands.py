@@ -242,8 +242,12 @@ def cmd_evaluate(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    if sum(bool(x) for x in (args.chip, args.moe, getattr(args, "held_out", None), args.cases)) > 1:
+        raise ConfigError("validate: --chip, --moe, --held-out and --cases each choose the cases; give one of them")
     if args.chip:
         return _validate_chip(args)
+    if args.moe:
+        return _validate_moe(args)
     held = getattr(args, "held_out", None)
     if held and args.cases:
         raise ConfigError("validate: --held-out and --cases each choose the cases; give one of them")
@@ -321,6 +325,20 @@ def _validate_chip(args) -> int:
                [(len(e.cases), f"{e.mean_abs_pct:.1f}%", f"{e.max_abs_pct:.1f}%", e.within_goal,
                  f"{e.lowest_pct:+.1f}%")])
     return _out(args, dict(r.to_dict(), energy=e.to_dict()), t1, t2, t3, t4)
+
+
+def _validate_moe(args) -> int:
+    r = api.validate_moe()
+    d = r.to_dict()
+    rows = [(x.case, x.plan, f"{x.predicted_s:.3f} s", f"{x.measured_s:.3f} s", f"{x.error_pct:+.2f}%",
+             "yes" if x.fits else f"NO ({x.memory_gib:.1f} > {x.capacity_gib:.1f} GiB)", x.verified) for x in r.runs]
+    g = d["goal"]
+    rows.append(("mean / max |error|", "", "", "", f"{r.time_mean_abs_pct:.2f}% / {r.time_max_abs_pct:.2f}%",
+                 f"{d['fitting']} of {len(r.runs)}", ""))
+    t = table(f"MoE iteration time, dev set: predicted vs measured (goal {g['mean_abs_pct']:g}% mean / "
+              f"{g['max_abs_pct']:g}% max, every plan fits: {'met' if g['met'] else 'NOT met'})",
+              ["run", "plan", "predicted", "measured", "error", "fits", "verified"], rows)
+    return _out(args, d, t)
 
 
 def _ratio(case, part: str) -> str:

@@ -31,9 +31,10 @@ from phaze.workload.config import DEFAULT_TP_OVERLAP_CONFIG
 from phaze.workload.ops import Collective, Gemm, LayerGraph, VectorOp, op_resource
 
 
-def gpu_op_latencies_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkTier | None) -> list[float]:
+def gpu_op_latencies_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkTier | None,
+                       moe_net=None) -> list[float]:
     """Seconds of each op of ``graph`` as one kernel on the whole GPU (collectives on ``tier``; a collective
-    over one device costs nothing)."""
+    over one device costs nothing; an MoE block's dispatch and combine on ``moe_net``, a ``MoeNetwork``)."""
     from phaze.cost import op_latency_s
     from phaze.cost.gpu import gpu_gemm_latency_s
     from phaze.cost.gpu_framework import kernel_bandwidth_fraction, megatron_vector_op
@@ -43,6 +44,9 @@ def gpu_op_latencies_s(graph: LayerGraph, accelerator: Accelerator, tier: Networ
     for op in graph.ops:
         if isinstance(op, Collective) and op.group_size <= 1:
             lat.append(0.0)
+            continue
+        if isinstance(op, Collective) and op.group != "tp":
+            lat.append(moe_net.latency_s(op) + accelerator.op_overhead_s)
             continue
         if isinstance(op, Gemm):  # output tiles in waves over the SMs (phaze.cost.gpu)
             lat.append(float(np.asarray(gpu_gemm_latency_s(op, arch)).reshape(-1)[0]))
@@ -99,14 +103,19 @@ def tp_overlapped_s(graph: LayerGraph, lat: list[float], accelerator: Accelerato
 def gpu_layer_time_s(graph: LayerGraph, accelerator: Accelerator, tier: NetworkTier | None,
                      tp_overlap: bool = False, tp: int = 1, cp: int = 1, cp_bytes: float = 0.0,
                      cp_tier: NetworkTier | None = None, tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG,
-                     deterministic: bool = False) -> float:
+                     deterministic: bool = False, moe_net=None) -> float:
     """Seconds of ``graph`` on one GPU of ``accelerator`` (module doc): its kernels one after another, the
     framework's extra kernels, the exposed part of the CP ring (``cp_bytes`` on ``cp_tier``), and with
-    ``tp_overlap`` (tp > 1) the TP collectives overlapped as ``tp_overlap_config`` says."""
+    ``tp_overlap`` (tp > 1) the TP collectives overlapped as ``tp_overlap_config`` says; an MoE block's
+    dispatch and combine on ``moe_net`` (``phaze.cost.moe.MoeNetwork``: hidden behind compute with its
+    ``overlap``, ``phaze.cost.moe.a2a_exposed_s``)."""
     from phaze.cost.gpu_framework import fp8_cast_s
 
     memory_Bps = accelerator.hbm_bandwidth_Bps * accelerator.memory_efficiency  # achievable HBM bandwidth
-    lat = gpu_op_latencies_s(graph, accelerator, tier)
+    lat = gpu_op_latencies_s(graph, accelerator, tier, moe_net)
+    if moe_net is not None and moe_net.overlap:
+        from phaze.cost.moe import a2a_exposed_s
+        lat = a2a_exposed_s(graph, lat)
     extra = fp8_cast_s(graph, memory_Bps, accelerator.op_overhead_s)  # TE's casts around the FP8 GEMMs
     if deterministic:  # PyTorch's fills; the deterministic attention backward
         from phaze.cost.gpu_determinism import deterministic_fill_s

@@ -67,7 +67,7 @@ def plan_block_setting(model, plan, seq_len: int | None = None):
     modes = plan.recompute_modes
     mode = max(set(modes), key=lambda m: (modes.count(m), m))
     return setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
-                       runtime=plan.runtime, cp=plan.cp)
+                       runtime=plan.runtime, cp=plan.cp, ep=plan.ep, etp=plan.etp)
 
 
 def plan_detail(model, accelerator: Accelerator, cluster, global_batch: int, plan, *, devices_given: int,

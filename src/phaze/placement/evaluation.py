@@ -102,7 +102,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
                 raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
             c = costs[mode]
         acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
-                   activation_bytes=0.0)
+                   activation_bytes=0.0, zero1_optimizer_bytes=0.0)
         working, sends, has_e, has_h = 0.0, 0.0, False, False
         chunk_act = []
         for j, r in enumerate(plan.chunks_of(i)):
@@ -112,7 +112,8 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             s = st.stage_sums(c, e, nb, h)
             chunk_act.append(float(s.activation_bytes))
             for f in acc:
-                acc[f] = acc[f] + float(getattr(s, f))
+                x = getattr(s, f)
+                acc[f] = acc[f] + float(s.optimizer_bytes if x is None else x)  # (None: no expert sharding)
             working = max(working, float(s.working_bytes))
             if k < n_chunks - 1:
                 sends += float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
@@ -138,7 +139,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             stage=i, layers=plan.chunks_of(i), recompute=mode, fwd_s=sums.fwd_s, bwd_s=sums.bwd_s, p2p_s=sends,
             time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=sums.weight_bytes,
             grad_bytes=sums.grad_bytes,
-            optimizer_bytes=sums.optimizer_bytes / d if plan.zero1 else sums.optimizer_bytes,
+            optimizer_bytes=sums.optimizer_shard_bytes(d, plan.zero1),
             activation_bytes=act_peak, working_bytes=working,
             in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
             optimizer_step_s=opt))
@@ -164,6 +165,14 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         memory_reserve_bytes=device.memory_reserve_bytes)
 
 
+def moe_net_for(model, cluster: Cluster, setting):
+    """The network of an MoE model's expert groups under ``setting`` (None for a dense model)."""
+    if not getattr(model, "is_moe", False):
+        return None
+    from phaze.placement.moe_costs import moe_network
+    return moe_network(cluster, setting)
+
+
 def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster: Cluster, *,
                time_model: str = "auto", seq_len: int | None = None, **kw) -> dict[str, LayerCosts]:
     """LayerCosts for every recompute mode ``plan`` uses, under the plan's runtime."""
@@ -174,8 +183,9 @@ def plan_costs(plan: Plan, model: ModelConfig, accelerator: Accelerator, cluster
     cp_tier = cluster.tier_for_group(plan.cp, plan.tp, "cp") if plan.cp > 1 else None
     for mode in set(plan.recompute_modes):
         s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, seq_len,
-                        runtime=plan.runtime, cp=plan.cp)
-        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier, **kw)
+                        runtime=plan.runtime, cp=plan.cp, ep=plan.ep, etp=plan.etp)
+        out[mode] = compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier,
+                                        moe_net=moe_net_for(model, cluster, s), **kw)
     return out
 
 

@@ -48,6 +48,13 @@ class LayerCost:
     boundary_bwd_bytes: float = 0.0  # gradient sent to the previous layer
     working_bytes: float = 0.0  # re-materialised transiently during this layer's backward
     tied_params: int = 0  # params that are a copy of another layer's (tied LM head)
+    # ZeRO-1 shards optimizer_bytes x zero1_scale over the d x cp ranks (an MoE block's experts are sharded over
+    # their expert-data-parallel group: ``phaze.workload.memory.LayerMemory.zero1_scale``)
+    zero1_scale: float = 1.0
+
+    @property
+    def zero1_optimizer_bytes(self) -> float:
+        return self.optimizer_bytes * self.zero1_scale
 
     @property
     def time_s(self) -> float:
@@ -104,10 +111,12 @@ _CACHE: dict[tuple, LayerCosts] = {}
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
                         tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str | None = None,
                         *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
-                        cp_tier: NetworkTier | None = None) -> LayerCosts:
+                        cp_tier: NetworkTier | None = None, moe_net=None) -> LayerCosts:
     """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
     layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer). ``optimizer``:
-    None takes the setting's runtime's."""
+    None takes the setting's runtime's. An MoE model's collectives outside the TP group run on ``moe_net``
+    (``phaze.cost.moe.MoeNetwork``; ``moe_network`` builds it), and its block is the mean of its MoE and dense
+    blocks (``phaze.placement.moe_costs``)."""
     tm = resolve_time_model(time_model, accelerator)
     optimizer = optimizer or setting.runtime.optimizer
     tier = tp_tier if setting.tp > 1 else None
@@ -117,23 +126,30 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     if setting.deterministic and tm != "sequential":
         raise ConfigError(f"deterministic mode is PyTorch's on a GPU (the sequential time model); {accelerator.name} "
                           f"is costed with the {tm} model, which has no framework allocations to fill")
-    key = (model, accelerator, setting, tier, tm, optimizer, cp_tier)
+    moe = getattr(model, "is_moe", False)
+    if moe and tm != "sequential":
+        raise ConfigError(f"{model.name} is an MoE model: its blocks are costed on GPUs only so far (the sequential "
+                          f"time model); {accelerator.name} needs the scheduled one, which has no MoE dispatch yet")
+    if moe and moe_net is None:
+        raise ConfigError("an MoE model needs the network of its expert-parallel group (moe_net)")
+    key = (model, accelerator, setting, tier, tm, optimizer, cp_tier, moe_net)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
     from phaze.workload.graphs import cp_ring_bytes, layer_graph
 
     times, weight_grads = {}, {}
-    for kind in LAYER_KINDS:
+    kinds = LAYER_KINDS + (("dense_block",) if moe and model.num_moe_layers < model.num_layers else ())
+    for kind in kinds:
         for direction in ("fwd", "bwd"):
             g = layer_graph(model, setting, kind, direction)
             if direction == "bwd":  # the weight gradients the backward adds into the buffer (graphs marks them)
                 weight_grads[kind] = sum(1 for op in g.gemms if op.accumulate_bytes)
             if tm == "sequential":
-                cpb = cp_ring_bytes(model, setting, direction) if kind == "block" else 0
+                cpb = cp_ring_bytes(model, setting, direction) if kind in ("block", "dense_block") else 0
                 times[(kind, direction)] = gpu_layer_time_s(g, accelerator, tier, setting.tp_overlap, setting.tp,
                                                             setting.cp, cpb, cp_tier, setting.tp_overlap_config,
-                                                            setting.deterministic)
+                                                            setting.deterministic, moe_net)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
                                                              schedule_cache)
@@ -144,6 +160,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
                 out[kind].grad_bytes, accelerator, params=out[kind].params, fused=setting.grad_accum_fusion,
                 deterministic=setting.deterministic, tensors=weight_grads[kind]))
             for kind in LAYER_KINDS})
+    if moe:
+        from phaze.placement.moe_costs import moe_layer_costs
+        out = moe_layer_costs(model, setting, out, times, optimizer, accelerator, weight_grads)
     _CACHE[key] = out
     return out
 
@@ -163,7 +182,7 @@ def layer_costs_from_times(model: ModelConfig, setting: TrainSetting, times: dic
             optimizer_bytes=float(mem.optimizer_bytes), activation_bytes=float(mem.activation_bytes),
             boundary_fwd_bytes=float(mem.boundary_fwd_bytes), boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
             working_bytes=float(getattr(mem, "recompute_working_bytes", 0)),
-            tied_params=int(getattr(mem, "tied_params", 0)))
+            tied_params=int(getattr(mem, "tied_params", 0)), zero1_scale=float(getattr(mem, "zero1_scale", 1.0)))
     return LayerCosts(setting=setting, time_model=time_model, **kinds)
 
 
@@ -191,13 +210,14 @@ _FLOPS_CACHE: dict[tuple, float] = {}
 
 def setting_for(model: ModelConfig, microbatch_size: int, tp: int, sequence_parallel: bool,
                 recompute: str, seq_len: int | None = None, *, runtime: Runtime = PAPER_RUNTIME,
-                cp: int = 1) -> TrainSetting:
+                cp: int = 1, ep: int = 1, etp: int = 1) -> TrainSetting:
     """The TrainSetting of one layer kind under ``runtime``: sequence parallelism only with t > 1, and TP
     overlap only where there is sequence parallelism (``Runtime.for_shape``: one cache entry for the same
     costs)."""
     sp = bool(sequence_parallel and tp > 1)
     return TrainSetting(microbatch_size=microbatch_size, seq_len=seq_len or model.seq_len, tp=tp,
-                        sequence_parallel=sp, recompute=recompute, cp=cp, runtime=runtime.for_shape(tp, sp))
+                        sequence_parallel=sp, recompute=recompute, cp=cp, runtime=runtime.for_shape(tp, sp),
+                        ep=ep, etp=etp)
 
 
 __all__ = ["LayerCost", "LayerCosts", "compute_layer_costs", "layer_costs_from_times", "default_time_model", "resolve_time_model",

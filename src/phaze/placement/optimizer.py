@@ -34,7 +34,7 @@ from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
 from phaze.placement.bounds import combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory
-from phaze.placement.evaluation import DeviceSpec, evaluate_costs
+from phaze.placement.evaluation import DeviceSpec, evaluate_costs, moe_net_for
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
 from phaze.placement.mixed_dp import MixedPartitionProblem
@@ -161,6 +161,8 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
         for d in divisors(B // mbs):
             if t * cp * d > N:
                 break
+            if (t * cp * d) % (s.ep * s.etp):
+                continue  # the experts fold over the t x cp x d devices of a stage
             m, r = B // (mbs * d), d * cp  # r: the ranks that hold the same weights
             if mixed:
                 sends = [shared.least_sends(x, t, r) for x in c.values()]
@@ -218,7 +220,7 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     cap, overlap_dp = device.hbm_bytes, s.runtime.dp_overlap
     kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m,
               recompute=Recompute.uniform(s.recompute),
-              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, runtime=s.runtime)
+              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, runtime=s.runtime, ep=s.ep, etp=s.etp)
     if k.mixed and v > 1:
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
@@ -314,6 +316,24 @@ def best_plan_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], nu
     return cands[0] if cands else None
 
 
+def expert_shapes(model, space: PlanSpace, tcp: int, devices: int) -> list[tuple[int, int]]:
+    """The (ep, etp) pairs of ``space`` for ``model`` with t x cp = ``tcp``: (1, 1) for a dense model; else ep
+    dividing the experts and etp the experts' FFN, ep x etp at most the devices (each must also divide
+    t x cp x d, checked per d by the plan search)."""
+    if not getattr(model, "is_moe", False):
+        return [(1, 1)]
+    def pow2(limit):
+        out, x = [], 1
+        while x <= limit:
+            out.append(x)
+            x *= 2
+        return out
+    eps = space.ep_values or tuple(x for x in pow2(model.num_experts) if model.num_experts % x == 0)
+    etps = space.etp_values or tuple(x for x in pow2(max(1, tcp)) if model.moe_ffn % x == 0)
+    return [(ep, etp) for ep in eps for etp in etps
+            if ep * etp <= devices and model.num_experts % ep == 0 and model.moe_ffn % etp == 0]
+
+
 def default_tp_values(model: ModelConfig, cluster: Cluster, devices: int) -> tuple[int, ...]:
     fast = cluster.tiers[0].devices_per_group
     out, t = [], 1
@@ -360,10 +380,13 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
                     continue
                 cp_tier = cluster.tier_for_group(cp, t, "cp") if cp > 1 else None
                 for sp in dict.fromkeys(bool(x) and t > 1 for x in space.sequence_parallel):
-                    for rc in space.recompute_modes:
-                        s = setting_for(model, mbs, t, sp, rc, seq_len, runtime=runtime, cp=cp)
-                        costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model,
-                                                       cp_tier=cp_tier, **cost_kw)
+                    if getattr(model, "is_moe", False) and t > 1 and not sp:
+                        continue  # Megatron-Core's MoE layer with TP needs sequence parallelism
+                    for ep, etp in expert_shapes(model, space, t * cp, N):
+                        for rc in space.recompute_modes:
+                            s = setting_for(model, mbs, t, sp, rc, seq_len, runtime=runtime, cp=cp, ep=ep, etp=etp)
+                            costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier,
+                                                           moe_net=moe_net_for(model, cluster, s), **cost_kw)
     device = DeviceSpec.of(accelerator, runtime.memory_reserve_bytes)
     cands, stats, reason = best_plans_from_costs(costs, model.num_layers, cluster, global_batch, device, space,
                                                  devices=N, top_k=top_k)

@@ -43,6 +43,8 @@ class Plan:
     zero1: bool = False
     cp: int = 1
     runtime: Runtime = field(kw_only=True)
+    ep: int = field(default=1, kw_only=True)  # expert parallelism (MoE): ep x etp divides tp x cp x dp
+    etp: int = field(default=1, kw_only=True)  # expert tensor parallelism
 
     def __post_init__(self) -> None:
         if not isinstance(self.runtime, Runtime):
@@ -51,10 +53,13 @@ class Plan:
         get_ub_config(self.tp_overlap_config)  # ConfigError naming the known configurations
         if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
             raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
-        for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave"):
+        for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave", "ep", "etp"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
                 raise ConfigError(f"plan: '{f}' must be a positive integer, got {v!r}")
+        if (self.tp * self.cp * self.dp) % (self.ep * self.etp):
+            raise ConfigError(f"plan: ep x etp = {self.ep * self.etp} must divide tp x cp x dp = "
+                              f"{self.tp * self.cp * self.dp} (the experts fold over the same devices)")
         self.runtime.check_shape(tp=self.tp, sequence_parallel=self.sequence_parallel, cp=self.cp, what="plan: ")
         st = tuple(tuple(int(x) for x in r) for r in self.stages)
         object.__setattr__(self, "stages", st)
@@ -124,6 +129,10 @@ class Plan:
              f"recompute={self.recompute.describe()}")
         if self.sequence_parallel:
             s += " sp"
+        if self.ep > 1:
+            s += f" ep={self.ep}"
+        if self.etp > 1:
+            s += f" etp={self.etp}"
         if self.interleave > 1:
             s += f" v={self.interleave}"
         if self.zero1:
@@ -154,7 +163,7 @@ class Plan:
                 "num_microbatches": self.num_microbatches,
                 "recompute": self.recompute.to_json(),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
-                "zero1": self.zero1, "cp": self.cp, **self.runtime.to_dict(),
+                "zero1": self.zero1, "cp": self.cp, "ep": self.ep, "etp": self.etp, **self.runtime.to_dict(),
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod

@@ -28,7 +28,7 @@ def _graphs(model: ModelConfig, plan, mode: str):
     from phaze.workload.graphs import layer_graph
 
     s = setting_for(model, plan.microbatch_size, plan.tp, plan.sequence_parallel, mode, runtime=plan.runtime,
-                    cp=plan.cp)
+                    cp=plan.cp, ep=plan.ep, etp=plan.etp)
     return {(k, d): layer_graph(model, s, k, d) for k in ("embedding", "block", "head") for d in ("fwd", "bwd")}
 
 

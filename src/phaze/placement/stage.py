@@ -32,6 +32,15 @@ class StageSums:
     optimizer_bytes: object
     activation_bytes: object
     working_bytes: object
+    zero1_optimizer_bytes: object = None  # what ZeRO-1 divides over the d x cp ranks (None: optimizer_bytes)
+
+    def optimizer_shard_bytes(self, dp: int, zero1: bool):
+        """Optimizer state on one device: all of it, or with ZeRO-1 its 1/d shard (an MoE block's experts
+        sharded over their expert-data-parallel group: ``LayerCost.zero1_scale``)."""
+        if not zero1:
+            return self.optimizer_bytes
+        z = self.optimizer_bytes if self.zero1_optimizer_bytes is None else self.zero1_optimizer_bytes
+        return z / dp
 
 
 def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
@@ -48,6 +57,8 @@ def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
         activation_bytes=e * E.activation_bytes + nb * B.activation_bytes + h * H.activation_bytes,
         working_bytes=np.maximum(np.maximum(e * E.working_bytes, np.where(nbp, B.working_bytes, 0.0)),
                                  h * H.working_bytes),
+        zero1_optimizer_bytes=(None if B.zero1_scale == 1.0 else
+                               e * E.zero1_optimizer_bytes + nb * B.zero1_optimizer_bytes + h * H.zero1_optimizer_bytes),
     )
 
 
@@ -222,13 +233,17 @@ def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float, lane_op
     traffic = optimizer_traffic_bytes(s.grad_bytes, s.optimizer_bytes, s.weight_bytes, s.params)
     lanes_s = optimizer_lane_ops(s.optimizer_bytes, s.params) / lane_ops_per_s
     out = np.maximum(traffic / hbm_Bps, lanes_s) / (dp if zero1 else 1)
+    if zero1 and s.zero1_optimizer_bytes is not None:  # the experts' shard is larger (their group is smaller)
+        out = out * np.divide(s.zero1_optimizer_bytes, s.optimizer_bytes,
+                              out=np.ones_like(np.asarray(s.optimizer_bytes, float)),
+                              where=np.asarray(s.optimizer_bytes) > 0)
     return float(out) if np.ndim(out) == 0 else out
 
 
 def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0, activation_peak_bytes=None):
     """Peak bytes on one device of the stage: ``in_flight`` x its activations, or ``activation_peak_bytes``
     when given (the interleaved schedule's chunk-by-chunk peak)."""
-    opt = s.optimizer_bytes / dp if zero1 else s.optimizer_bytes
+    opt = s.optimizer_shard_bytes(dp, zero1)
     act = in_flight * s.activation_bytes if activation_peak_bytes is None else activation_peak_bytes
     return s.weight_bytes + s.grad_bytes + opt - tied_bytes + act + s.working_bytes
 
@@ -360,10 +375,13 @@ class ModelTotals:
     optimizer_traffic_bytes: float  # HBM bytes of one optimizer step over every parameter
     sync_grad_bytes: float  # gradients to synchronise (the tied head copy counted once)
     sync_weight_bytes: float  # weights to all-gather with ZeRO-1 (the tied head copy counted once)
+    zero1_optimizer_bytes: float = 0.0  # what ZeRO-1 divides over the d x cp ranks (``LayerCost.zero1_scale``)
 
     def static_bytes(self, optimizer_scale: float = 1.0) -> float:
-        """Weights + grads + optimizer state (scaled, e.g. 1/d with ZeRO-1)."""
-        return self.weight_bytes + self.grad_bytes + self.optimizer_bytes * optimizer_scale
+        """Weights + grads + optimizer state; ``optimizer_scale`` < 1 is ZeRO-1's 1/d: the sharded state."""
+        if optimizer_scale == 1.0:
+            return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
+        return self.weight_bytes + self.grad_bytes + self.zero1_optimizer_bytes * optimizer_scale
 
 
 def model_totals(c: LayerCosts, L: int) -> ModelTotals:
@@ -378,7 +396,8 @@ def model_totals(c: LayerCosts, L: int) -> ModelTotals:
                                                                       X.weight_bytes, X.params) for n, X in parts)),
         sync_grad_bytes=sum(n * X.grad_bytes for n, X in parts) - tied_grad_bytes(c),
         sync_weight_bytes=sum(n * X.weight_bytes for n, X in parts) - tied_static_bytes(c) * (
-            H.weight_bytes / H.static_bytes if H.static_bytes else 0.0))
+            H.weight_bytes / H.static_bytes if H.static_bytes else 0.0),
+        zero1_optimizer_bytes=sum(n * X.zero1_optimizer_bytes for n, X in parts))
 
 
 def least_sends_s(c: LayerCosts, cluster: Cluster, t: int, d: int) -> tuple[float, float]:

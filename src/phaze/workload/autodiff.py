@@ -125,7 +125,9 @@ def backward(nodes: list[Node], layer: str, tp: int, sequence_parallel: bool,
             swap = {"all_gather": "reduce_scatter", "reduce_scatter": "all_gather"}
             src = up
             if op.kind in swap:
-                src = [emit(Collective(op.name + ".bwd", swap[op.kind], op.bytes, op.group_size), up)]
+                src = [emit(replace(op, name=op.name + ".bwd", kind=swap[op.kind]), up)]
+            elif op.kind == "all_to_all":  # an MoE dispatch's gradient goes back the way it came
+                src = [emit(replace(op, name=op.name + ".bwd"), up)]
             for _, p in node.grad_to:
                 give(p, src)
     return LayerGraph(layer, "bwd", tuple(ops), tuple(edges))

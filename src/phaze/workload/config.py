@@ -97,6 +97,41 @@ class ModelConfig:
     extra_positions: int = 0
     final_norm: bool = True
     embed_scale: bool = False
+    # Mixture-of-Experts (0 experts: a dense model). Each MoE block's MLP is a router (a hidden x experts GEMM,
+    # top-``experts_per_token`` of ``router_scoring``) over ``num_experts`` routed experts, each a gated MLP of
+    # ``moe_ffn``, plus ``shared_experts`` always-on experts of ``shared_ffn`` in all (default shared_experts x
+    # moe_ffn). The first ``first_dense_layers`` blocks (DeepSeek's first_k_dense_replace) and blocks off the
+    # ``moe_layer_freq`` grid are dense, with ``ffn``. ``expert_bias``: the experts' GEMMs carry biases (GPT-OSS).
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_ffn: int | None = None
+    shared_experts: int = 0
+    shared_ffn: int | None = None
+    first_dense_layers: int = 0
+    moe_layer_freq: int = 1
+    router_scoring: Literal["softmax", "sigmoid"] = "softmax"
+    router_bias: bool = False
+    expert_bias: bool = False
+    # Multi-head Latent Attention (DeepSeek-V2/V3): queries through a ``q_lora_rank`` bottleneck (0: a plain
+    # projection), keys and values through a shared ``kv_lora_rank`` latent; each head's query/key has
+    # ``qk_nope_head_dim`` + ``qk_rope_head_dim`` dims (the rope part of the key shared by all heads), its value
+    # ``v_head_dim``. 0 kv_lora_rank: not MLA.
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    # Multi-token prediction (DeepSeek-V3): modules after the last block, each a projection of [h; embedding]
+    # and one block, sharing the embedding and the LM head; trained, not counted in the published totals.
+    mtp_layers: int = 0
+    # GPT-OSS: every ``sliding_window_period``-th block (counting from 0) is windowed, the rest attend fully
+    # (0: every block as ``sliding_window`` says); ``attention_sinks``: one learned logit per head.
+    sliding_window_period: int = 0
+    attention_sinks: bool = False
+    # Qwen3: an RMSNorm over each head's query and key (2 x head_dim weights per block); Qwen2-MoE: a sigmoid gate
+    # (hidden x 1) on the shared expert's output
+    qk_norm: bool = False
+    shared_expert_gate: bool = False
 
     def __post_init__(self) -> None:
         for field in ("num_layers", "hidden", "heads", "ffn", "vocab", "seq_len", "max_tp", "vocab_pad_multiple"):
@@ -105,7 +140,7 @@ class ModelConfig:
                 raise ConfigError(f"model {self.name!r}: field '{field}' must be a positive integer, got {v!r}")
         if self.kv_heads is not None and (self.kv_heads <= 0 or self.heads % self.kv_heads):
             raise ConfigError(f"model {self.name!r}: field 'kv_heads' ({self.kv_heads}) must be positive and divide heads ({self.heads})")
-        if self.head_dim_override is None and self.hidden % self.heads:
+        if self.head_dim_override is None and self.hidden % self.heads and not self.kv_lora_rank:
             raise ConfigError(f"model {self.name!r}: hidden ({self.hidden}) must be divisible by heads ({self.heads}); "
                               f"or give head_dim_override")
         for field in ("embed_proj_dim", "head_dim_override", "sliding_window"):
@@ -123,6 +158,31 @@ class ModelConfig:
         if self.shared_norm and not self.parallel_block:
             raise ConfigError(f"model {self.name!r}: shared_norm needs parallel_block: true (a sequential block "
                               f"has two norms)")
+        for field in ("num_experts", "experts_per_token", "shared_experts", "first_dense_layers", "q_lora_rank",
+                      "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "mtp_layers",
+                      "sliding_window_period"):
+            v = getattr(self, field)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ConfigError(f"model {self.name!r}: field '{field}' must be an integer >= 0, got {v!r}")
+        if self.num_experts:
+            if not 1 <= self.experts_per_token <= self.num_experts:
+                raise ConfigError(f"model {self.name!r}: experts_per_token ({self.experts_per_token}) must be between "
+                                  f"1 and num_experts ({self.num_experts})")
+            if not isinstance(self.moe_ffn, int) or isinstance(self.moe_ffn, bool) or self.moe_ffn <= 0:
+                raise ConfigError(f"model {self.name!r}: an MoE model needs moe_ffn (each expert's intermediate "
+                                  f"size) > 0, got {self.moe_ffn!r}")
+            if not isinstance(self.moe_layer_freq, int) or self.moe_layer_freq < 1:
+                raise ConfigError(f"model {self.name!r}: moe_layer_freq must be a positive integer")
+            if self.first_dense_layers > self.num_layers or not self.num_moe_layers:
+                raise ConfigError(f"model {self.name!r}: first_dense_layers ({self.first_dense_layers}) leaves no "
+                                  f"MoE block of {self.num_layers}")
+            if self.router_scoring not in ("softmax", "sigmoid"):
+                raise ConfigError(f"model {self.name!r}: router_scoring must be softmax or sigmoid")
+        elif self.experts_per_token or self.shared_experts or self.moe_ffn:
+            raise ConfigError(f"model {self.name!r}: experts_per_token, shared_experts and moe_ffn need num_experts > 0")
+        if self.kv_lora_rank and not (self.qk_nope_head_dim and self.qk_rope_head_dim and self.v_head_dim):
+            raise ConfigError(f"model {self.name!r}: multi-head latent attention (kv_lora_rank) needs "
+                              f"qk_nope_head_dim, qk_rope_head_dim and v_head_dim")
 
     @property
     def num_kv_heads(self) -> int:
@@ -130,6 +190,9 @@ class ModelConfig:
 
     @property
     def head_dim(self) -> int:
+        """Query/key dims per head (MLA: its nope + rope dims)."""
+        if self.kv_lora_rank:
+            return self.qk_nope_head_dim + self.qk_rope_head_dim
         return self.head_dim_override or self.hidden // self.heads
 
     @property
@@ -151,13 +214,49 @@ class ModelConfig:
 
     def attended_keys(self, seq_len: int) -> int:
         """Keys each query is scored against: the sequence, or at most the sliding window. Like the dense
-        causal case (all s keys counted, no causal skipping), a windowed kernel is counted by its band."""
-        return min(seq_len, self.sliding_window) if self.sliding_window else seq_len
+        causal case (all s keys counted, no causal skipping), a windowed kernel is counted by its band. With
+        ``sliding_window_period`` (GPT-OSS) the mean over the blocks, windowed and full."""
+        if not self.sliding_window:
+            return seq_len
+        w = min(seq_len, self.sliding_window)
+        f = self.windowed_fraction
+        return round(f * w + (1 - f) * seq_len)
+
+    @property
+    def windowed_fraction(self) -> float:
+        """The share of blocks that use the sliding window (1 unless sliding_window_period is set)."""
+        if not self.sliding_window_period:
+            return 1.0
+        return -(-self.num_layers // self.sliding_window_period) / self.num_layers
 
     def padded_vocab(self, tp: int) -> int:
         """Vocabulary rounded up to a multiple of vocab_pad_multiple * tp (Megatron's rule)."""
         mult = self.vocab_pad_multiple * tp if self.vocab_pad_multiple > 1 else tp
         return -(-self.vocab // mult) * mult
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3)."""
+        return self.kv_lora_rank > 0
+
+    def is_moe_layer(self, i: int) -> bool:
+        """Whether block ``i`` (0-based) is an MoE block (HF: first_k_dense_replace, moe_layer_freq)."""
+        return self.is_moe and i >= self.first_dense_layers and i % self.moe_layer_freq == 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return sum(self.is_moe_layer(i) for i in range(self.num_layers))
+
+    @property
+    def shared_expert_ffn(self) -> int:
+        """The shared experts' intermediate width in all (0: none)."""
+        if not self.shared_experts:
+            return 0
+        return self.shared_ffn if self.shared_ffn else self.shared_experts * (self.moe_ffn or 0)
 
     def valid_tp(self, tp: int) -> bool:
         """t must be a power of two <= max_tp dividing the heads (and the kv heads)."""
@@ -183,4 +282,9 @@ VARIANT_DEFAULTS: dict[str, object] = {
     "head_dim_override": None, "qkv_bias": None, "out_bias": None, "mlp_bias": None, "head_bias": None,
     "parallel_block": False, "shared_norm": False, "rotary_fraction": 1.0, "sliding_window": None,
     "extra_positions": 0, "final_norm": True, "embed_scale": False,
+    "num_experts": 0, "experts_per_token": 0, "moe_ffn": None, "shared_experts": 0, "shared_ffn": None,
+    "first_dense_layers": 0, "moe_layer_freq": 1, "router_scoring": "softmax", "router_bias": False,
+    "expert_bias": False, "q_lora_rank": 0, "kv_lora_rank": 0, "qk_nope_head_dim": 0, "qk_rope_head_dim": 0,
+    "v_head_dim": 0, "mtp_layers": 0, "sliding_window_period": 0, "attention_sinks": False, "qk_norm": False,
+    "shared_expert_gate": False,
 }

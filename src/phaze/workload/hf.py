@@ -223,3 +223,93 @@ def model_name(path: Path) -> str:
 def is_hf_config(data: Any) -> bool:
     """A mapping that looks like a Hugging Face config (it names a model_type) rather than our fields."""
     return isinstance(data, dict) and "model_type" in data
+
+
+# ---- Mixture-of-Experts families --------------------------------------------------------------------------
+
+def _moe_common(r: _Reader, out: dict, experts_key: str) -> dict:
+    """The routed-expert fields every MoE family names alike."""
+    out.update(num_experts=int(r.need(experts_key)), experts_per_token=int(r.need("num_experts_per_tok")),
+               moe_ffn=int(r.get("moe_intermediate_size", default=out["ffn"])))
+    return out
+
+
+def _mixtral(r: _Reader) -> dict:
+    out = _llama_like(r, "llama")
+    out.update(bias=False, mlp_bias=None)
+    if r.get("sliding_window") is not None:
+        out["sliding_window"] = int(r.get("sliding_window"))
+    return _moe_common(r, out, "num_local_experts")
+
+
+def _dense_layers(r: _Reader, n: int, step_key: str) -> dict:
+    """Qwen-MoE's dense blocks: ``mlp_only_layers`` must be empty and the sparse step 1 or every block's index
+    grid, which ``moe_layer_freq`` expresses (block i is MoE when (i + 1) % step == 0 in transformers)."""
+    only = r.get("mlp_only_layers", default=[]) or []
+    if only:
+        raise r.refuse("mlp_only_layers", only, "dense blocks at listed positions are not modelled (only the "
+                                                "first k blocks, or a regular grid)")
+    step = int(r.get(step_key, default=1))
+    if step != 1:
+        raise r.refuse(step_key, step, "only every block being an MoE block (1) is modelled for this family")
+    return {}
+
+
+def _qwen_moe(r: _Reader, family: str) -> dict:
+    out = _llama_like(r, "qwen2" if family == "qwen2_moe" else "llama")
+    if family == "qwen3_moe":
+        out.update(bias=bool(r.get("attention_bias", default=False)), mlp_bias=None, qk_norm=True)
+        if r.get("use_sliding_window", default=False):
+            raise r.refuse("use_sliding_window", True, "Qwen3-MoE's windowed layers are not modelled")
+        out.pop("sliding_window", None)
+    _moe_common(r, out, "num_experts")
+    _dense_layers(r, out["num_layers"], "decoder_sparse_step")
+    shared = int(r.get("shared_expert_intermediate_size", default=0) or 0)
+    if shared:
+        out.update(shared_experts=1, shared_ffn=shared, shared_expert_gate=True)
+    return out
+
+
+def _deepseek_v3(r: _Reader) -> dict:
+    h, heads = r.need("hidden_size"), r.need("num_attention_heads")
+    if r.get("moe_layer_freq", default=1) != 1:
+        raise r.refuse("moe_layer_freq", r.get("moe_layer_freq"), "only every block after the dense ones is MoE")
+    scoring = r.get("scoring_func", default="sigmoid")
+    if scoring not in ("softmax", "sigmoid"):
+        raise r.refuse("scoring_func", scoring, "routers score with softmax or sigmoid")
+    out = dict(num_layers=r.need("num_hidden_layers"), hidden=h, heads=heads,
+               kv_heads=r.get("num_key_value_heads", default=heads), ffn=r.need("intermediate_size"),
+               vocab=r.need("vocab_size"), seq_len=r.need("max_position_embeddings"), norm="rmsnorm",
+               mlp=r.activation("hidden_act", "silu", gated=True), position="rotary",
+               tied_embeddings=r.get("tie_word_embeddings", default=False), bias=bool(r.get("attention_bias",
+                                                                                           default=False)),
+               mlp_bias=False, dropout=r.dropout(("attention_dropout", 0.0)), max_tp=heads,
+               num_experts=int(r.need("n_routed_experts")), experts_per_token=int(r.need("num_experts_per_tok")),
+               moe_ffn=int(r.need("moe_intermediate_size")), shared_experts=int(r.get("n_shared_experts", default=0)),
+               first_dense_layers=int(r.get("first_k_dense_replace", default=0)), router_scoring=scoring,
+               q_lora_rank=int(r.get("q_lora_rank", default=0) or 0), kv_lora_rank=int(r.need("kv_lora_rank")),
+               qk_nope_head_dim=int(r.need("qk_nope_head_dim")), qk_rope_head_dim=int(r.need("qk_rope_head_dim")),
+               v_head_dim=int(r.need("v_head_dim")), mtp_layers=int(r.get("num_nextn_predict_layers", default=0)))
+    return out
+
+
+def _gpt_oss(r: _Reader) -> dict:
+    out = _llama_like(r, "llama")
+    types = r.get("layer_types") or []
+    period = 0
+    if types:
+        windowed = [i for i, t in enumerate(types) if t == "sliding_attention"]
+        if windowed and windowed != list(range(0, len(types), 2)):
+            raise r.refuse("layer_types", sorted(set(types)), "only alternating windowed (even) and full blocks are "
+                                                             "modelled")
+        period = 2 if windowed else 0
+    out.update(bias=bool(r.get("attention_bias", default=True)), mlp_bias=None, attention_sinks=True,
+               sliding_window=int(r.get("sliding_window", default=128)) if period else None,
+               sliding_window_period=period, router_bias=True, expert_bias=True)
+    return _moe_common(r, out, "num_local_experts")
+
+
+FAMILIES.update({
+    "mixtral": _mixtral, "qwen2_moe": lambda r: _qwen_moe(r, "qwen2_moe"),
+    "qwen3_moe": lambda r: _qwen_moe(r, "qwen3_moe"), "deepseek_v3": _deepseek_v3, "gpt_oss": _gpt_oss,
+})

@@ -59,6 +59,10 @@ class LayerMemory:
     boundary_bwd_bytes: int
     tied_params: int = 0
     recompute_working_bytes: int = 0
+    # what ZeRO-1 (the distributed optimizer) divides over the d x cp data-parallel ranks, relative to the
+    # state: 1, except an MoE block's routed experts, whose state is sharded over the expert-data-parallel
+    # group (d x cp x t / (ep x etp) ranks, Megatron-Core), i.e. (ep x etp / t) times its local share over d x cp
+    zero1_scale: float = 1.0
 
     @property
     def static_bytes(self) -> int:
@@ -76,13 +80,8 @@ def layer_params(model: ModelConfig, layer: str, tp: int = 1, vocab: int | None 
     h = model.hidden
     v = model.padded_vocab(tp) if vocab is None else vocab
     width = model.embed_proj_dim or h
-    if layer == "block":
-        qkv = (model.heads + 2 * model.num_kv_heads) * model.head_dim
-        fc1 = 2 * model.ffn if model.gated_mlp else model.ffn
-        sharded = (h * qkv + model.heads * model.head_dim * h + h * fc1 + model.ffn * h
-                   + model.has_bias("qkv") * qkv + model.has_bias("mlp") * fc1)
-        replicated = (model.has_bias("out") + model.has_bias("mlp")) * h  # row-parallel output biases
-        return sharded // tp + replicated + model.block_norms * _norm_params(model)
+    if layer in ("block", "dense_block"):
+        return block_params(model, tp, moe=model.is_moe and layer == "block")
     if layer == "embedding":
         n = -(-v // tp) * width
         if model.position == "learned":  # OPT keeps extra_positions rows it never reads
@@ -104,14 +103,69 @@ def layer_params(model: ModelConfig, layer: str, tp: int = 1, vocab: int | None 
     raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
 
 
+def _attention_params(model: ModelConfig) -> tuple[int, int]:
+    """(tensor-parallel sharded, replicated) parameters of a block's attention, norms excluded."""
+    h = model.hidden
+    if model.mla:  # DeepSeek-V2/V3: down projections and latent norms replicated, up projections sharded
+        nope, rope, v, a = model.qk_nope_head_dim, model.qk_rope_head_dim, model.v_head_dim, model.heads
+        ql, kvl = model.q_lora_rank, model.kv_lora_rank
+        q_up = (ql if ql else h) * a * (nope + rope)
+        replicated = (h * ql + ql if ql else 0) + h * (kvl + rope) + kvl
+        sharded = q_up + kvl * a * (nope + v) + a * v * h + (a if model.attention_sinks else 0)
+        return sharded, replicated + model.has_bias("out") * h
+    qkv = (model.heads + 2 * model.num_kv_heads) * model.head_dim
+    sharded = h * qkv + model.heads * model.head_dim * h + model.has_bias("qkv") * qkv
+    sharded += model.heads if model.attention_sinks else 0  # GPT-OSS: one sink logit per head
+    qk_norm = 2 * model.head_dim if model.qk_norm else 0  # Qwen3's per-head query and key norms (replicated)
+    return sharded, model.has_bias("out") * h + qk_norm  # the row-parallel output bias is replicated
+
+
+def _dense_mlp_params(model: ModelConfig, f: int) -> tuple[int, int]:
+    """(sharded, replicated) parameters of a dense MLP of intermediate width ``f``."""
+    h = model.hidden
+    fc1 = 2 * f if model.gated_mlp else f
+    return h * fc1 + f * h + model.has_bias("mlp") * fc1, model.has_bias("mlp") * h
+
+
+def expert_params(model: ModelConfig) -> int:
+    """Parameters of one routed expert (a gated MLP of moe_ffn; GPT-OSS adds biases)."""
+    f, h = model.moe_ffn or 0, model.hidden
+    fc1 = 2 * f if model.gated_mlp else f
+    return h * fc1 + f * h + (fc1 + h if model.expert_bias else 0)
+
+
+def block_params(model: ModelConfig, tp: int = 1, moe: bool = False, ep: int = 1, etp: int = 1) -> int:
+    """Parameters of one block on one device: attention and shared experts sharded over ``tp``, routed
+    experts over ``ep`` x ``etp`` (Megatron-Core), the router, norms and row-parallel biases replicated."""
+    a_sh, a_rep = _attention_params(model)
+    norms = model.block_norms * _norm_params(model)
+    if not moe:
+        m_sh, m_rep = _dense_mlp_params(model, model.ffn)
+        return (a_sh + m_sh) // tp + a_rep + m_rep + norms
+    s_sh, s_rep = _dense_mlp_params(model, model.shared_expert_ffn) if model.shared_experts else (0, 0)
+    router = model.hidden * model.num_experts + (model.num_experts if model.router_bias else 0)
+    gate = model.hidden if getattr(model, "shared_expert_gate", False) else 0
+    experts = model.num_experts * expert_params(model) // (ep * etp)
+    return (a_sh + s_sh) // tp + a_rep + s_rep + router + gate + experts + norms
+
+
 def param_count(model: ModelConfig) -> int:
     """Whole-model parameters, unsharded, unpadded vocabulary, tied embeddings counted once.
     BERT counts the MLM head (dense, norm, output bias) but not the pooler/NSP head."""
     if isinstance(model, TracedModel):
         return model.total_params
     tied = model.vocab * (model.embed_proj_dim or model.hidden) if model.tied_embeddings else 0
-    return (layer_params(model, "embedding", 1, model.vocab) + model.num_layers * layer_params(model, "block")
-            + layer_params(model, "head", 1, model.vocab) - tied)
+    moe = model.num_moe_layers if model.is_moe else 0
+    blocks = moe * block_params(model, moe=True) + (model.num_layers - moe) * block_params(model)
+    return layer_params(model, "embedding", 1, model.vocab) + blocks + layer_params(model, "head", 1, model.vocab) - tied
+
+
+def active_param_count(model: ModelConfig) -> int:
+    """Parameters one token uses: the routed experts counted experts_per_token times, not num_experts."""
+    if not getattr(model, "is_moe", False):
+        return param_count(model)
+    unused = (model.num_experts - model.experts_per_token) * expert_params(model)
+    return param_count(model) - model.num_moe_layers * unused
 
 
 def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> dict[str, int]:
@@ -145,6 +199,12 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
     le = setting.linear_bytes_per_element
     terms = {"norm1.input": e * b * sl * h, "qkv.input": le * b * sl * h,
              "q,k": e * b * s * (a + g) * d, "v": e * b * s * g * d}
+    if model.mla:  # the latents and their norms' inputs, the up projections' inputs, per-head q, k, v
+        ql, kvl, dv = model.q_lora_rank, model.kv_lora_rank, model.v_head_dim
+        terms.update({"q,k": e * b * s * 2 * a * d, "v": e * b * s * a * dv,
+                      "kv_norm.input": e * b * s * kvl, "kv_up.input": le * b * s * kvl})
+        if ql:
+            terms.update({"q_norm.input": e * b * s * ql, "q_up.input": le * b * s * ql})
     if setting.attention == "flash":
         # the kernel keeps no score matrix: only the fp32 log-sum-exp per query row for its backward
         # (FlashAttention-2, Algorithm 1 output L); the dropout mask is regenerated from the RNG state
@@ -153,14 +213,40 @@ def activation_terms(model: ModelConfig, setting: TrainSetting, layer: str) -> d
         terms["softmax.output"] = e * b * a * s * kv
         if drop:
             terms.update({"attn_dropout.mask": b * a * s * kv, "attn_dropout.output": e * b * a * s * kv})
-    terms["out_proj.input"] = le * b * s * a * d
+    terms["out_proj.input"] = le * b * s * a * (model.v_head_dim if model.mla else d)
     if not model.parallel_block:  # a parallel block's norm2 reads the block input, kept once as norm1.input
         terms["norm2.input"] = e * b * sl * h
-    if not model.shared_norm:  # a shared norm feeds FC1 the tensor kept as qkv.input
-        terms["fc1.input"] = le * b * sl * h
-    terms.update({"fc1.output": e * b * s * (2 * f if model.gated_mlp else f), "fc2.input": le * b * s * f})
+    if layer == "block" and model.is_moe:
+        terms.update(moe_activation_terms(model, setting))
+    else:
+        if not model.shared_norm:  # a shared norm feeds FC1 the tensor kept as qkv.input
+            terms["fc1.input"] = le * b * sl * h
+        terms.update({"fc1.output": e * b * s * (2 * f if model.gated_mlp else f), "fc2.input": le * b * s * f})
     if drop:
         terms.update({"attn_residual.mask": b * sl * h, "mlp_residual.mask": b * sl * h})
+    return terms
+
+
+def moe_activation_terms(model: ModelConfig, setting: TrainSetting) -> dict[str, int]:
+    """What an MoE layer keeps for its backward (bytes per microbatch per device): the router's input and its
+    fp32 scores, the permuted tokens the experts read (their expert_fc1 input), the experts' FC1 output and
+    FC2 input, the expert outputs the unpermute weighs, and the shared experts' tensors as a dense MLP's."""
+    from phaze.workload.graphs import moe_tokens
+
+    b, s, h, t, e = setting.microbatch_size, setting.local_seq_len, model.hidden, setting.tp, setting.bytes_per_element
+    le = setting.linear_bytes_per_element
+    tokens, assigned, _ = moe_tokens(model, setting)
+    fm = model.moe_ffn // setting.etp
+    terms = {"router.input": e * tokens * h, "router.scores": 4 * tokens * model.num_experts,
+             "expert_fc1.input": le * assigned * h,
+             "expert_fc1.output": e * assigned * (2 * fm if model.gated_mlp else fm),
+             "expert_fc2.input": le * assigned * fm,
+             "moe_unpermute.input": e * tokens * model.experts_per_token * h}
+    if model.shared_experts:
+        fs = model.shared_expert_ffn // t
+        terms.update({"shared_fc1.input": le * tokens * h,
+                      "shared_fc1.output": e * b * s * (2 * fs if model.gated_mlp else fs),
+                      "shared_fc2.input": le * b * s * fs})
     return terms
 
 
@@ -191,21 +277,26 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
     SGD's 2 B either way."""
     if optimizer not in OPTIMIZERS:
         raise ConfigError(f"unknown optimizer {optimizer!r}; use one of {', '.join(OPTIMIZERS)}")
-    if layer not in LAYERS:
+    if layer not in LAYERS and not (layer == "dense_block" and getattr(model, "is_moe", False)):
         raise ConfigError(f"unknown layer kind {layer!r}; use one of {', '.join(LAYERS)}")
     check_setting(model, setting)
     if isinstance(model, TracedModel):
         return _traced_memory(model, setting, layer, optimizer)
     t = setting.tp
     params = layer_params(model, layer, t)
+    zero1_scale = 1.0
+    if layer == "block" and model.is_moe:
+        params = block_params(model, t, moe=True, ep=setting.ep, etp=setting.etp)
+        experts = model.num_experts * expert_params(model) // (setting.ep * setting.etp)
+        zero1_scale = (params - experts + experts * setting.ep * setting.etp / t) / params
     wb, gb, ob = bytes_per_param(optimizer, setting)
-    if layer == "block" and setting.precision == "fp8":
+    if layer in ("block", "dense_block") and setting.precision == "fp8":
         wb = FP8_WEIGHT_BYTES  # the FP8 weight and its transpose replace the 16-bit weight
     terms = activation_terms(model, setting, layer)
     kept = total = sum(terms.values())
-    if layer == "block" and setting.recompute == "selective":
+    if layer in ("block", "dense_block") and setting.recompute == "selective":
         kept = total - sum(terms.get(k, 0) for k in ATTENTION_CORE)
-    elif layer == "block" and setting.recompute == "full":
+    elif layer in ("block", "dense_block") and setting.recompute == "full":
         kept = terms["norm1.input"]  # only the layer input (Korthikanti et al. 2022, sec. 4.3: 2sbh)
     sl = setting.local_seq_len // t if setting.sequence_parallel and t > 1 else setting.local_seq_len
     boundary = setting.bytes_per_element * setting.microbatch_size * sl * model.hidden
@@ -217,6 +308,7 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
         boundary_bwd_bytes=0 if layer == "embedding" else boundary,
         tied_params=tied if layer == "head" and model.tied_embeddings else 0,
         recompute_working_bytes=total - kept + (head_transient_bytes(model, setting) if layer == "head" else 0),
+        zero1_scale=zero1_scale,
     )
 
 

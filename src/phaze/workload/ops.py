@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal, Union
 
 Direction = Literal["fwd", "bwd"]
-CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "p2p"]
+CollectiveKind = Literal["all_reduce", "reduce_scatter", "all_gather", "p2p", "all_to_all"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,16 @@ class VectorOp:
 
 @dataclass(frozen=True)
 class Collective:
-    """A collective over ``group_size`` devices of the tensor-parallel group; ``bytes`` is the
-    size of the full (unsharded) buffer per device, as in NCCL's convention for all-reduce."""
+    """A collective over ``group_size`` devices of a parallel group (``group``: "tp", the tensor-parallel group;
+    "ep", an MoE block's expert-parallel group; "etp", its expert-tensor-parallel group); ``bytes`` is the size
+    of the full (unsharded) buffer per device, as in NCCL's convention for all-reduce (for an all-to-all: the
+    bytes each device holds to redistribute, its own share included)."""
 
     name: str
     kind: CollectiveKind
     bytes: int
     group_size: int
+    group: str = "tp"
 
     @property
     def flops(self) -> int:

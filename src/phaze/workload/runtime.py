@@ -19,6 +19,13 @@ from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_
                                    OPTIMIZER_STATES, PRECISIONS, RECOMPUTE_MODES)
 
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
+# How an MoE layer moves tokens to its experts (Megatron-Core --moe-token-dispatcher-type): an all-to-all over
+# the EP group, an all-gather of every token, or DeepEP's fused kernels (the "flex" dispatcher with DeepEP)
+MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "allgather", "deepep")
+# How tokens are routed: "balanced" (each expert gets its mean share: Megatron-Core's
+# moe_router_force_load_balancing, the benchmark setting), "dropless" (every token to its top-k experts, the
+# busiest EP rank setting the pace: phaze.cost.moe), "capacity:F" (each expert takes at most F x its mean share,
+# the rest dropped: --moe-expert-capacity-factor F)
 # HBM kept free per device for the framework (CUDA context, NCCL buffers, allocator fragmentation) unless told:
 # what `phaze plan` / `evaluate` assume on GPUs (README, "Runtime features")
 DEFAULT_MEMORY_RESERVE_BYTES = 3 * GiB
@@ -55,6 +62,12 @@ class Runtime:
     deterministic: bool = False
     grad_accum_fusion: bool = True
     memory_reserve_bytes: float = float(DEFAULT_MEMORY_RESERVE_BYTES)
+    # Mixture-of-Experts (ignored by dense models; the API refuses them there): the token dispatcher, the
+    # routing (``MOE_DISPATCHERS`` and the note above), and whether the dispatch/combine all-to-alls overlap the
+    # other microbatch's compute (Megatron-Core's 1F1B A2A overlap, --overlap-moe-expert-parallel-comm)
+    moe_dispatcher: str = "alltoall"
+    moe_routing: str = "dropless"
+    moe_a2a_overlap: bool = False
 
     def __post_init__(self) -> None:
         choices = (("attention", ATTENTION_KINDS), ("precision", PRECISIONS), ("grad_dtype", GRAD_DTYPES),
@@ -63,7 +76,11 @@ class Runtime:
             if getattr(self, name) not in allowed:
                 raise ConfigError(f"--{name.replace('_', '-')}: unknown value {getattr(self, name)!r}; use one of "
                                   f"{', '.join(allowed)}")
-        for name in ("tp_overlap", "dp_overlap", "deterministic", "grad_accum_fusion"):
+        if self.moe_dispatcher not in MOE_DISPATCHERS:
+            raise ConfigError(f"--moe-dispatcher: unknown value {self.moe_dispatcher!r}; use one of "
+                              f"{', '.join(MOE_DISPATCHERS)}")
+        self.moe_capacity_factor  # noqa: B018 (checks moe_routing)
+        for name in ("tp_overlap", "dp_overlap", "deterministic", "grad_accum_fusion", "moe_a2a_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if not isinstance(self.tp_overlap_config, str) or not self.tp_overlap_config:
@@ -77,6 +94,27 @@ class Runtime:
         object.__setattr__(self, "memory_reserve_bytes", float(reserve))
         if self.deterministic and self.tp_overlap:
             raise ConfigError(f"--deterministic with --tp-overlap: {DETERMINISTIC_TP_OVERLAP_ERROR}")
+
+    @property
+    def moe_capacity_factor(self) -> float | None:
+        """F of "capacity:F" (None for balanced or dropless routing); a bad routing is a one-line ConfigError."""
+        r = self.moe_routing
+        if r in ("balanced", "dropless"):
+            return None
+        kind, _, f = str(r).partition(":")
+        try:
+            factor = float(f)
+        except ValueError:
+            factor = math.nan
+        if kind != "capacity" or not math.isfinite(factor) or factor <= 0:
+            raise ConfigError(f"--moe-routing: {r!r} is not balanced, dropless or capacity:F with F > 0 "
+                              f"(e.g. capacity:1.25)")
+        return factor
+
+    @property
+    def moe_defaults(self) -> bool:
+        """Whether the MoE fields are at their defaults (a dense model refuses anything else)."""
+        return (self.moe_dispatcher, self.moe_routing, self.moe_a2a_overlap) == ("alltoall", "dropless", False)
 
     def check_shape(self, *, tp: int = 1, sequence_parallel: bool = False, cp: int = 1,
                     seq_len: int | None = None, what: str = "") -> None:
@@ -143,6 +181,10 @@ class PlanSpace:
     cp_values: tuple[int, ...] = (1,)
     per_stage_recompute: bool = True
     use_all_devices: bool = False
+    # expert parallelism and expert tensor parallelism (MoE models; ignored by dense ones). None: every power
+    # of two dividing the experts (ep) or the experts' FFN width up to the widest TP (etp) that the devices take
+    ep_values: tuple[int, ...] | None = None
+    etp_values: tuple[int, ...] | None = (1,)
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
@@ -152,12 +194,13 @@ class PlanSpace:
         set_("sequence_parallel", _tuple("sequence_parallel", self.sequence_parallel, bool))
         set_("zero1", _tuple("zero1", (self.zero1,) if isinstance(self.zero1, bool) else self.zero1, bool))
         set_("cp_values", _tuple("cp_values", self.cp_values))
-        if self.tp_values is not None:
-            set_("tp_values", _tuple("tp_values", self.tp_values))
+        for name in ("tp_values", "ep_values", "etp_values"):
+            if getattr(self, name) is not None:
+                set_(name, _tuple(name, getattr(self, name)))
         for r in self.recompute_modes:
             if r not in RECOMPUTE_MODES:
                 raise ConfigError(f"--recompute: unknown mode {r!r}; use {', '.join(RECOMPUTE_MODES)}")
-        for name in ("microbatch_sizes", "interleave_values", "cp_values", "tp_values"):
+        for name in ("microbatch_sizes", "interleave_values", "cp_values", "tp_values", "ep_values", "etp_values"):
             if any(v < 1 for v in getattr(self, name) or ()):
                 raise ConfigError(f"plan space: {name} must be positive integers, got {getattr(self, name)}")
 
@@ -199,9 +242,14 @@ class TrainSetting:
     bytes_per_element: int = 2
     cp: int = 1  # context parallelism: the sequence split over cp devices, ring attention between them
     runtime: Runtime = PAPER_RUNTIME
+    # expert parallelism (an MoE block's experts split over ep devices, tokens dispatched to them all-to-all) and
+    # expert tensor parallelism (each expert's FFN split over etp devices), folded apart from tp/cp as
+    # Megatron-Core does: ep x etp x expert-data-parallel = tp x cp x dp
+    ep: int = 1
+    etp: int = 1
 
     def __post_init__(self) -> None:
-        for field in ("microbatch_size", "seq_len", "tp", "cp"):
+        for field in ("microbatch_size", "seq_len", "tp", "cp", "ep", "etp"):
             v = getattr(self, field)
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
                 raise ConfigError(f"'{field}' must be a positive integer, got {v!r}")

@@ -34,6 +34,10 @@ from phaze.workload.ops import VectorOp
 #   relu_bwd: pass the gradient where the saved input was positive; geglu_bwd: gelu_bwd (20) + 2 products
 #   embedding_gather_bwd: scatter-add of the output gradient into the embedding-table gradient
 #   cross_entropy_bwd: softmax = exp/sum minus one-hot, from the saved fp32 exp (4 + 2 bytes)
+# Mixture-of-Experts (per element of the tensors named; our estimates of a fused kernel, as above):
+#   router 10 per score: softmax or sigmoid (~7), top-k selection and the gate normalisation (~3), fp32 scores
+#   permute 0: gather each token's hidden vector into its experts' order (read, write); unpermute 2: scale by
+#   the gate probability and add into the token's output (reads the expert output and the token, writes it)
 VECTOR_KINDS: dict[str, tuple[float, float]] = {
     "layernorm": (8, 4), "layernorm_bwd": (14, 6),
     "rmsnorm": (4, 4), "rmsnorm_bwd": (8, 6),
@@ -55,6 +59,9 @@ VECTOR_KINDS: dict[str, tuple[float, float]] = {
     "cross_entropy_max": (1, 2),
     "cross_entropy": (4, 6), "cross_entropy_bwd": (2, 6),
     "cross_entropy_loss": (3, 12),
+    "router": (10, 6), "router_bwd": (6, 10),
+    "permute": (0, 4), "permute_bwd": (0, 4),
+    "unpermute": (2, 6), "unpermute_bwd": (2, 6),
 }
 
 

@@ -62,6 +62,26 @@ class _ModelSpec(BaseModel):
     extra_positions: Annotated[int, Field(strict=True, ge=0)] = 0
     final_norm: StrictBool = True
     embed_scale: StrictBool = False
+    num_experts: Annotated[int, Field(strict=True, ge=0)] = 0
+    experts_per_token: Annotated[int, Field(strict=True, ge=0)] = 0
+    moe_ffn: PosInt | None = None
+    shared_experts: Annotated[int, Field(strict=True, ge=0)] = 0
+    shared_ffn: PosInt | None = None
+    first_dense_layers: Annotated[int, Field(strict=True, ge=0)] = 0
+    moe_layer_freq: PosInt = 1
+    router_scoring: Literal["softmax", "sigmoid"] = "softmax"
+    router_bias: StrictBool = False
+    expert_bias: StrictBool = False
+    q_lora_rank: Annotated[int, Field(strict=True, ge=0)] = 0
+    kv_lora_rank: Annotated[int, Field(strict=True, ge=0)] = 0
+    qk_nope_head_dim: Annotated[int, Field(strict=True, ge=0)] = 0
+    qk_rope_head_dim: Annotated[int, Field(strict=True, ge=0)] = 0
+    v_head_dim: Annotated[int, Field(strict=True, ge=0)] = 0
+    mtp_layers: Annotated[int, Field(strict=True, ge=0)] = 0
+    sliding_window_period: Annotated[int, Field(strict=True, ge=0)] = 0
+    attention_sinks: StrictBool = False
+    qk_norm: StrictBool = False
+    shared_expert_gate: StrictBool = False
 
 
 def _describe(err: dict[str, Any]) -> str:

@@ -1,0 +1,75 @@
+"""An MoE model's per-layer costs for the pipeline: one "block" that stands for all of its blocks, and its
+multi-token-prediction modules with the head.
+
+The partition solvers place identical blocks. An MoE model mixes MoE blocks with a few dense ones (DeepSeek-V3's
+first 3 of 61, the blocks off moe_layer_freq), so its block is their mean, weighted by their counts: the model's
+total time, parameters and memory are exact, the few dense blocks' placement on particular stages is not modelled
+(each stage carries its share of them). Multi-token prediction (DeepSeek-V3 sec. 2.2) runs, after the last block,
+one more MoE block on a projection of [h; embedding] and the shared LM head: it is charged to the head layer
+(Megatron places it with the loss on the last stage).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from phaze.cost.moe import EpNetwork, MoeNetwork
+from phaze.hardware.cluster import Cluster
+
+
+def moe_network(cluster: Cluster, setting) -> MoeNetwork:
+    """Where an MoE block's EP and ETP collectives run on ``cluster`` (Megatron-Core orders expert ranks ETP
+    fastest, then EP: an EP group's members are etp devices apart)."""
+    rt = setting.runtime
+    ep = EpNetwork.of(cluster, setting.ep, setting.etp, rt.moe_dispatcher) if setting.ep > 1 else None
+    etp = cluster.tier_for_group(setting.etp, 1, "tp") if setting.etp > 1 else None
+    return MoeNetwork(ep, etp, rt.moe_a2a_overlap)
+
+
+def _blend(a, b, wa: float):
+    """The per-block mean of ``wa`` blocks like ``a`` and 1 - wa like ``b``."""
+    wb = 1.0 - wa
+    mix = lambda f: wa * getattr(a, f) + wb * getattr(b, f)  # noqa: E731
+    opt = mix("optimizer_bytes")
+    zero1 = wa * a.zero1_optimizer_bytes + wb * b.zero1_optimizer_bytes
+    return replace(a, fwd_s=mix("fwd_s"), bwd_s=mix("bwd_s"), params=round(mix("params")),
+                   weight_bytes=mix("weight_bytes"), grad_bytes=mix("grad_bytes"), optimizer_bytes=opt,
+                   activation_bytes=mix("activation_bytes"), working_bytes=max(a.working_bytes, b.working_bytes),
+                   zero1_scale=zero1 / opt if opt else 1.0)
+
+
+def _with_mtp(head, block, n: int):
+    """The head with ``n`` multi-token-prediction modules: each one MoE block, the head's work again (its norm,
+    the shared LM head, the loss), and its projection (charged as the block's; 2 h^2 of 30 h^2-scale weights)."""
+    return replace(head, fwd_s=head.fwd_s + n * (block.fwd_s + head.fwd_s),
+                   bwd_s=head.bwd_s + n * (block.bwd_s + head.bwd_s),
+                   params=head.params + n * block.params, weight_bytes=head.weight_bytes + n * block.weight_bytes,
+                   grad_bytes=head.grad_bytes + n * block.grad_bytes,
+                   optimizer_bytes=head.optimizer_bytes + n * block.optimizer_bytes,
+                   activation_bytes=head.activation_bytes + n * (block.activation_bytes + head.activation_bytes),
+                   zero1_scale=((head.zero1_optimizer_bytes + n * block.zero1_optimizer_bytes)
+                                / (head.optimizer_bytes + n * block.optimizer_bytes)
+                                if head.optimizer_bytes + n * block.optimizer_bytes else 1.0))
+
+
+def moe_layer_costs(model, setting, costs, times: dict, optimizer: str, accelerator, weight_grads: dict):
+    """``costs`` (a ``LayerCosts``, the MoE block as "block") with the dense blocks blended in and the MTP modules
+    on the head (``layer_costs`` calls this; the costs' own types are used, so this module imports none of it)."""
+    from phaze.cost.gpu_layer import grad_accumulate_s
+    from phaze.workload.memory import layer_memory
+
+    block = costs.block
+    n_moe = model.num_moe_layers
+    if n_moe < model.num_layers:
+        mem = layer_memory(model, setting, "dense_block", optimizer)
+        dense = type(block)(
+            fwd_s=float(times[("dense_block", "fwd")]), bwd_s=float(times[("dense_block", "bwd")]),
+            params=int(mem.params), weight_bytes=float(mem.weight_bytes), grad_bytes=float(mem.grad_bytes),
+            optimizer_bytes=float(mem.optimizer_bytes), activation_bytes=float(mem.activation_bytes),
+            boundary_fwd_bytes=float(mem.boundary_fwd_bytes), boundary_bwd_bytes=float(mem.boundary_bwd_bytes),
+            working_bytes=float(mem.recompute_working_bytes))
+        dense = replace(dense, bwd_s=dense.bwd_s + grad_accumulate_s(
+            dense.grad_bytes, accelerator, params=dense.params, fused=setting.grad_accum_fusion,
+            deterministic=setting.deterministic, tensors=weight_grads["dense_block"]))
+        block = _blend(block, dense, n_moe / model.num_layers)
+    head = _with_mtp(costs.head, costs.block, model.mtp_layers) if model.mtp_layers else costs.head
+    return replace(costs, block=block, head=head)
