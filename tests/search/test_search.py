@@ -259,4 +259,4 @@ def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
     cluster = get_cluster(s.cluster, s.devices)
     refs = references(s, cluster)
     assert reference_at_hbm(s, cluster, refs, s.space.reference.hbm_bytes / GiB) is refs
-    assert all("at_best_hbm" not in r for r in refs)
+    assert all(r.at_best_hbm is None for r in refs)
