@@ -2,18 +2,19 @@
 import pytest
 
 from phaze.search import SearchSpec, Store, run_search
+from phaze.search.results import chip_rows
 from tinysearch import SPACE, TINY
 
 
 @pytest.fixture(scope="session")
 def tiny_search(tmp_path_factory):
-    """(SearchResult, every exactly evaluated row) of a 33-chip search of a 4-block model on 16 devices."""
+    """(SearchResult, every exactly evaluated row as a ChipRow) of a 33-chip search of a 4-block model on 16 devices."""
     spec = SearchSpec(models=(TINY,), space=SPACE, space_name="tiny", hbm_gib=(1, 2), microbatch_sizes=(1, 2),
                       recompute_modes=("none", "full"), devices=16, global_batch=32)
     path = str(tmp_path_factory.mktemp("report") / "tiny.db")
     res = run_search(spec, path, workers=1, quiet=True)
     s = Store.open_existing(path)
-    rows = s.rows(status="exact")
+    rows = list(chip_rows(s.rows(status="exact")))
     s.close()
     return res, rows
 

@@ -46,14 +46,14 @@ def test_search_report_is_complete_and_self_contained(tiny_search, tmp_path):
     for key in SECTIONS:
         assert f'<section id="{key}">' in html
     b = res.best
-    assert f"{b['num_tc']} tensor cores of {b['tc_rows']}x{b['tc_cols']}" in html
+    assert f"{b.num_tc} tensor cores of {b.tc_rows}x{b.tc_cols}" in html
     assert "chip area (mm^2)" in html and "score (throughput / TPUv4-like best plan)" in html
     assert "TPUv4-like chip, best plan (score 1)" in html and ">winner<" in html
     assert "HBM capacity 1 GiB" in html or "HBM capacity 2 GiB" in html
     assert "Where the iteration time goes" in html and "tensor cores (" in html  # breakdown and Gantt lanes
     # the chip template has a power model: the winner and the front carry power_w, so the front against
     # power is drawn (the paper's template has none: see test_paper_space_report_says_no_power)
-    assert b.get("power_w") is not None and "Score against chip power" in html
+    assert b.power_w is not None and "Score against chip power" in html
     assert not (tmp_path / "r.html.part").exists()
 
 
@@ -61,8 +61,8 @@ def test_paper_space_report_says_no_power(tiny_search):
     """The paper's template has no power model (power_w None): the report says so instead of crashing."""
     res, rows = tiny_search
     from dataclasses import replace
-    best = dict(res.best, power_w=None)
-    html = search_report_html(replace(res, best=best), [dict(r, power_w=None) for r in rows], details=[])
+    best = replace(res.best, power_w=None)
+    html = search_report_html(replace(res, best=best), [replace(r, power_w=None) for r in rows], details=[])
     assert "no power figure" in html
 
 
@@ -70,9 +70,9 @@ def test_report_shows_power_when_rows_have_it(tiny_search):
     """A newer chip model adds power_w to each row: the report draws the front against power too."""
     res, rows = tiny_search
     from dataclasses import replace
-    powered = [dict(r, power_w=100.0 + r["area_mm2"]) for r in rows]
-    best = dict(res.best, power_w=100.0 + res.best["area_mm2"])
-    best["outcomes"] = [dict(o, bound_by="compute") for o in best["outcomes"]]
+    powered = [replace(r, power_w=100.0 + r.area_mm2) for r in rows]
+    best = replace(res.best, power_w=100.0 + res.best.area_mm2,
+                   outcomes=tuple(replace(o, explained=True, bound_by="compute") for o in res.best.outcomes))
     html = search_report_html(replace(res, best=best), powered, details=[])
     assert "Score against chip power" in html and "chip power (W)" in html
     assert "bound_by compute" in html
@@ -84,7 +84,7 @@ def test_winner_evaluated_again_matches_the_store(tiny_search):
     res, _ = tiny_search
     (d,) = search_details(res.spec, res.best)
     assert d.evaluation["throughput_seq_per_s"] == pytest.approx(d.stored_seq_per_s, rel=1e-9)
-    assert d.accelerator.num_tc == res.best["num_tc"] and d.accelerator.hbm_bytes == res.best["hbm_gib"] * 2**30
+    assert d.accelerator.num_tc == res.best.num_tc and d.accelerator.hbm_bytes == res.best.hbm_gib * 2**30
     for g in d.schedules:
         assert max(o.end_s for o in g.ops) == pytest.approx(g.makespan_s)
         assert {o.kind for o in g.ops} <= {"tc", "vc", "net"}

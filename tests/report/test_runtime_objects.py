@@ -135,7 +135,7 @@ def test_power_capped_store_reports_its_own_winner(tmp_path):
     res = run_search(spec, str(tmp_path / "cap.db"), workers=1, quiet=True)
     chip = winner_chip(res.spec, res.best)
     for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes"):
-        assert getattr(chip, f) == res.best[f]
+        assert getattr(chip, f) == getattr(res.best, f)
     assert float(peak_power_w(chip)) <= tdp
     (d,) = search_details(res.spec, res.best)
     assert d.evaluation["throughput_seq_per_s"] == pytest.approx(d.stored_seq_per_s, rel=1e-9)

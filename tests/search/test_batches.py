@@ -31,9 +31,9 @@ def test_batched_search_equals_brute_force(tmp_path, monkeypatch):
     assert a.counts["bounded"] > 0 and a.counts["pruned"] > 0
     b = run_search(spec, str(tmp_path / "b.db"), workers=1, quiet=True, prune=False)
     assert b.counts["exact"] + b.counts["infeasible"] == b.counts["candidates"]
-    assert (a.best["chip"], a.best["hbm_gib"]) == (b.best["chip"], b.best["hbm_gib"])
-    assert a.best["score"] == pytest.approx(b.best["score"], rel=1e-12)
+    assert (a.best.chip, a.best.hbm_gib) == (b.best.chip, b.best.hbm_gib)
+    assert a.best.score == pytest.approx(b.best.score, rel=1e-12)
     brute = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(b.store).rows()}
-    assert a.best["score"] == max(brute.values())
+    assert a.best.score == max(brute.values())
     for r in Store.open_existing(a.store).rows():
         assert r["score"] == pytest.approx(brute[(r["chip"], r["hbm_gib"])], rel=1e-12)

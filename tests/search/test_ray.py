@@ -35,7 +35,7 @@ def pool_result(tmp_path_factory):
 
 def _answer(res) -> tuple:
     rows = Store.open_existing(res.store).rows(status=None)
-    return ((res.best["chip"], res.best["hbm_gib"], res.best["score"]),
+    return ((res.best.chip, res.best.hbm_gib, res.best.score),
             sorted((r["chip"], r["hbm_gib"], r["status"], round(r["score"], 12)) for r in rows))
 
 

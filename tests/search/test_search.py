@@ -36,12 +36,12 @@ def test_pruned_search_equals_brute_force(pruned_and_brute):
     a, b, _ = pruned_and_brute
     assert b.counts["pruned"] == 0 and b.counts["bounded"] == 0
     assert a.counts["pruned"] + a.counts["bounded"] > 0, "the bounds pruned nothing on this space"
-    assert (a.best["chip"], a.best["hbm_gib"]) == (b.best["chip"], b.best["hbm_gib"])
-    assert a.best["score"] == pytest.approx(b.best["score"], rel=1e-12)
+    assert (a.best.chip, a.best.hbm_gib) == (b.best.chip, b.best.hbm_gib)
+    assert a.best.score == pytest.approx(b.best.score, rel=1e-12)
     exact_b = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(b.store).rows()}
     for r in Store.open_existing(a.store).rows():  # every candidate the pruned run evaluated agrees
         assert r["score"] == pytest.approx(exact_b[(r["chip"], r["hbm_gib"])], rel=1e-12)
-    assert a.best["score"] == max(exact_b.values())
+    assert a.best.score == max(exact_b.values())
 
 
 def test_vectorized_bound_never_below_exact(pruned_and_brute):
@@ -49,7 +49,7 @@ def test_vectorized_bound_never_below_exact(pruned_and_brute):
     s = spec()
     cands = enumerate_space(SPACE)
     mb = model_bounds(TINY, s, cands.arch, get_cluster(s.cluster, s.devices))
-    ref = b.references[0]["best_seq_per_s"]
+    ref = b.references[0].best_seq_per_s
     for r in Store.open_existing(b.store).rows():
         h = s.hbm_gib.index(r["hbm_gib"])
         tput = r["outcomes"][0]["throughput_seq_per_s"]
@@ -59,10 +59,10 @@ def test_vectorized_bound_never_below_exact(pruned_and_brute):
 
 def test_pareto_front_is_monotone(pruned_and_brute):
     a, _, _ = pruned_and_brute
-    areas = [r["area_mm2"] for r in a.pareto]
-    scores = [r["score"] for r in a.pareto]
+    areas = [r.area_mm2 for r in a.pareto]
+    scores = [r.score for r in a.pareto]
     assert areas == sorted(areas) and scores == sorted(scores) and len(set(scores)) == len(scores)
-    assert a.pareto[-1]["score"] == a.best["score"]
+    assert a.pareto[-1].score == a.best.score
 
 
 def test_pareto_mode_front_equals_brute_force(pruned_and_brute, tmp_path):
@@ -71,10 +71,10 @@ def test_pareto_mode_front_equals_brute_force(pruned_and_brute, tmp_path):
     _, b, _ = pruned_and_brute
     c = run_search(spec(pareto=True), str(tmp_path / "c.db"), workers=1, quiet=True)
     assert c.counts["pruned"] + c.counts["bounded"] > 0, "Pareto mode pruned nothing on this space"
-    key = [(r["chip"], r["hbm_gib"]) for r in b.pareto]
-    assert [(r["chip"], r["hbm_gib"]) for r in c.pareto] == key
-    assert [r["score"] for r in c.pareto] == pytest.approx([r["score"] for r in b.pareto], rel=1e-12)
-    assert (c.best["chip"], c.best["hbm_gib"]) == (b.best["chip"], b.best["hbm_gib"])
+    key = [(r.chip, r.hbm_gib) for r in b.pareto]
+    assert [(r.chip, r.hbm_gib) for r in c.pareto] == key
+    assert [r.score for r in c.pareto] == pytest.approx([r.score for r in b.pareto], rel=1e-12)
+    assert (c.best.chip, c.best.hbm_gib) == (b.best.chip, b.best.hbm_gib)
     with pytest.raises(StoreError, match="pareto"):  # a Pareto store is another run
         run_search(spec(), c.store, workers=1, quiet=True, resume=True)
 
@@ -135,7 +135,7 @@ def test_sigkill_then_resume_gives_the_same_answer(pruned_and_brute, tmp_path):
     assert res.counts["chips_evaluated_this_run"] == res.counts["chips"] - len(chips_before)
     after = {(r["chip"], r["hbm_gib"]): r["score"] for r in Store.open_existing(store).rows(status=None)}
     assert all(after[k] == v for k, v in before.items())  # nothing stored was lost or overwritten
-    assert (res.best["chip"], res.best["hbm_gib"], res.best["score"]) == (b.best["chip"], b.best["hbm_gib"], b.best["score"])
+    assert (res.best.chip, res.best.hbm_gib, res.best.score) == (b.best.chip, b.best.hbm_gib, b.best.score)
 
 
 SMALL = ModelConfig(name="small", num_layers=2, hidden=128, heads=2, ffn=512, vocab=1000, seq_len=256, max_tp=2)
@@ -151,11 +151,11 @@ def test_two_models_store_per_model_results_and_the_joint_winner(tmp_path):
     few = DesignSpace(num_tc=(1, 4), num_vc=(1,), tc_widths=(16, 64), tc_depths=(16,), glb_bytes=(32 * 2**20,))
     both = run_search(spec(models=(TINY, SMALL), space=few, hbm_gib=(2,), microbatch_sizes=(1,),
                            recompute_modes=("none",)), str(tmp_path / "j.db"), workers=1, quiet=True, prune=False)
-    assert [r["model"] for r in both.per_model] == ["tiny", "small"]
-    assert api.results(both.store, top=1)[0]["chip"] == both.best["chip"]
+    assert [r.model for r in both.per_model] == ["tiny", "small"]
+    assert api.results(both.store, top=1)[0].chip == both.best.chip
     for k, m in enumerate(("tiny", "small")):
         top = api.results(both.store, top=1, model=m)[0]
-        assert (top["chip"], top["hbm_gib"]) == (both.per_model[k]["chip"], both.per_model[k]["hbm_gib"])
+        assert (top.chip, top.hbm_gib) == (both.per_model[k].chip, both.per_model[k].hbm_gib)
     with pytest.raises(ConfigError, match="not in this store"):
         api.results(both.store, model="gpt3-175b")
 
@@ -166,19 +166,19 @@ def test_two_models_report_each_models_own_best_chip(tmp_path):
     joint winner equals the joint brute force."""
     both = run_search(spec(models=(TINY, SMALL)), str(tmp_path / "j.db"), workers=1, quiet=True)
     brute = run_search(spec(models=(TINY, SMALL)), str(tmp_path / "jb.db"), workers=1, quiet=True, prune=False)
-    assert (both.best["chip"], both.best["hbm_gib"]) == (brute.best["chip"], brute.best["hbm_gib"])
-    assert [r["model"] for r in both.per_model] == ["tiny", "small"]
+    assert (both.best.chip, both.best.hbm_gib) == (brute.best.chip, brute.best.hbm_gib)
+    assert [r.model for r in both.per_model] == ["tiny", "small"]
     for k, m in enumerate((TINY, SMALL)):
         alone = run_search(spec(models=(m,)), str(tmp_path / f"a{k}.db"), workers=1, quiet=True, prune=False)
         got = both.per_model[k]
-        assert got["score"] == pytest.approx(alone.best["score"], rel=1e-12)
-        assert (got["chip"], got["hbm_gib"]) == (alone.best["chip"], alone.best["hbm_gib"])
+        assert got.score == pytest.approx(alone.best.score, rel=1e-12)
+        assert (got.chip, got.hbm_gib) == (alone.best.chip, alone.best.hbm_gib)
     assert both.counts["per_model"]["tiny"]["exact"] >= 1
     from phaze import api
     from phaze.errors import ConfigError
     top = api.results(both.store, top=1, model="small")[0]
-    assert (top["chip"], top["hbm_gib"]) == (both.per_model[1]["chip"], both.per_model[1]["hbm_gib"])
-    assert api.results(both.store, top=1)[0]["chip"] == both.best["chip"]
+    assert (top.chip, top.hbm_gib) == (both.per_model[1].chip, both.per_model[1].hbm_gib)
+    assert api.results(both.store, top=1)[0].chip == both.best.chip
     with pytest.raises(ConfigError, match="not in this store"):
         api.results(both.store, model="gpt3-175b")
 
@@ -212,14 +212,14 @@ def test_objective_and_tdp_pruned_equal_brute_force(pruned_and_brute, tmp_path):
     a = run_search(s, str(tmp_path / "a.db"), workers=1, quiet=True)
     c = run_search(s, str(tmp_path / "c.db"), workers=1, quiet=True, prune=False)
     assert a.counts["chips"] == int((peak <= tdp).sum()) < len(cands)
-    assert (a.best["chip"], a.best["hbm_gib"]) == (c.best["chip"], c.best["hbm_gib"])
-    assert a.best["peak_power_w"] <= tdp
+    assert (a.best.chip, a.best.hbm_gib) == (c.best.chip, c.best.hbm_gib)
+    assert a.best.peak_power_w <= tdp
     ref_peak = peak_power_w(SPACE.reference)
-    tput = a.best["outcomes"][0]["throughput_seq_per_s"]
-    ref = a.references[0]["best_seq_per_s"]
-    assert a.best["score"] == pytest.approx(tput / ref / (a.best["peak_power_w"] / ref_peak), rel=1e-9)
+    tput = a.best.outcomes[0].throughput_seq_per_s
+    ref = a.references[0].best_seq_per_s
+    assert a.best.score == pytest.approx(tput / ref / (a.best.peak_power_w / ref_peak), rel=1e-9)
     # the brute-force throughput run (no TDP) has a best chip at least as fast
-    assert b.best["outcomes"][0]["throughput_seq_per_s"] >= tput * (1 - 1e-12)
+    assert b.best.outcomes[0].throughput_seq_per_s >= tput * (1 - 1e-12)
 
 
 def test_reference_at_the_winners_hbm(pruned_and_brute):
@@ -235,12 +235,12 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     a, _, _ = pruned_and_brute
     s = spec()
     own = s.space.reference.hbm_bytes / GiB
-    assert a.best["hbm_gib"] != own  # the tiny sweep (1, 2 GiB) never contains the reference's own size
-    at = a.references[0]["at_best_hbm"]
-    assert at["hbm_gib"] == a.best["hbm_gib"]
+    assert a.best.hbm_gib != own  # the tiny sweep (1, 2 GiB) never contains the reference's own size
+    at = a.references[0].at_best_hbm
+    assert at.hbm_gib == a.best.hbm_gib
     # the same plan space by another path: optimize on the reference chip with that HBM
     cluster = get_cluster(s.cluster, s.devices)
-    chip = replace(s.space.reference, hbm_bytes=int(at["hbm_gib"] * GiB))
+    chip = replace(s.space.reference, hbm_bytes=int(at.hbm_gib * GiB))
     try:
         space = PlanSpace(microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
                           interleave_values=(1,), sequence_parallel=(False,), per_stage_recompute=False, zero1=False)
@@ -248,7 +248,7 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
                         top_k=0, baselines=False).best.throughput_seq_per_s
     except InfeasibleError:  # nothing fits at that size
         want = 0.0
-    assert at["best_seq_per_s"] == pytest.approx(want, rel=1e-12)
+    assert at.best_seq_per_s == pytest.approx(want, rel=1e-12)
 
 
 def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
@@ -259,4 +259,4 @@ def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
     cluster = get_cluster(s.cluster, s.devices)
     refs = references(s, cluster)
     assert reference_at_hbm(s, cluster, refs, s.space.reference.hbm_bytes / GiB) is refs
-    assert all("at_best_hbm" not in r for r in refs)
+    assert all(r.at_best_hbm is None for r in refs)

@@ -5,7 +5,7 @@ tdp_w), given by name and checked once in ``search_spec``."""
 from __future__ import annotations
 
 from phaze.api.resolve import check_html_path, check_ranges, resolve_model
-from phaze.errors import ConfigError, PhazeError
+from phaze.errors import ConfigError, PhazeError, StoreError
 from phaze.workload.config import ModelConfig
 
 
@@ -117,22 +117,24 @@ def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = Fal
     return res, written
 
 
-def results(store: str, top: int | None = 10, model: str | None = None) -> list[dict]:
-    """The best ``top`` exactly evaluated candidates of a search store: the joint ranking, or with ``model``
-    (a multi-model search's model name) that model's own ranking."""
+def results(store: str, top: int | None = 10, model: str | None = None) -> list:
+    """The best ``top`` exactly evaluated candidates of a search store (``ChipRow``s; ``to_dict()`` is the
+    stored row): the joint ranking, or with ``model`` (a multi-model search's model name) that model's own
+    ranking. A row with a missing or wrong-typed field is a StoreError."""
     from phaze.search import Store
+    from phaze.search.results import chip_rows
 
     check_ranges(top=top)
     s = Store.open_existing(store)
     try:
         if model is None:
-            return s.rows(top=top)
+            return list(chip_rows(s.rows(top=top)))
         names = [m["name"] for m in s.fingerprint().get("models", [])]
         if model not in names:
             raise ConfigError(f"--model {model!r} is not in this store's search (models: {', '.join(names)})")
         if len(names) == 1:
-            return s.rows(top=top)
-        return s.scoped(names.index(model), create=False).rows(top=top)
+            return list(chip_rows(s.rows(top=top)))
+        return list(chip_rows(s.scoped(names.index(model), create=False).rows(top=top)))
     finally:
         s.close()
 
@@ -145,10 +147,14 @@ def search_setting(spec) -> list[tuple[str, str]]:
 
 
 def load_search(store: str):
-    """A finished (or interrupted) search rebuilt from its store as a SearchResult (wall time 0: unknown)."""
+    """A finished (or interrupted) search rebuilt from its store as a SearchResult (wall time 0: unknown); the
+    stored dicts become typed rows here (``phaze.search.results``), a damaged one a StoreError."""
+    from dataclasses import replace
+
     from phaze.search import Store
     from phaze.search.details import stored_candidates
-    from phaze.search.run import SearchResult, pareto_front
+    from phaze.search.results import ChipRow, SearchResult, chip_rows, reference_rows
+    from phaze.search.run import pareto_front
 
     s = Store.open_existing(store)
     try:
@@ -156,7 +162,8 @@ def load_search(store: str):
         refs = s.get_meta("references")
         if not spec or refs is None:
             raise ConfigError(f"store {store} holds no finished reference evaluation yet; run or --resume the search")
-        rows = s.rows(status="exact")
+        refs = reference_rows(refs, f"store {store}: reference")
+        rows = chip_rows(s.rows(status="exact"), f"store {store}: row")
         statuses = [r.status for r in s.load().values()]
         n_chips = len(stored_candidates(spec))
         total = n_chips * len(spec["hbm_gib"])
@@ -172,23 +179,30 @@ def load_search(store: str):
                 except PhazeError:
                     top = []
                 if top:
-                    per_model.append({"model": m["name"], **top[0]})
+                    per_model.append(replace(ChipRow.from_dict(top[0], f"store {store}: row"), model=m["name"]))
         best, front = (rows[0] if rows else None), pareto_front(rows)
         explained = s.get_meta("explained")  # the finished search's rows with power and bounds
-        if explained and best is not None and explained["best"]["chip"] == best["chip"]:
-            best, front, per_model = explained["best"], explained["pareto"], explained["per_model"]
+        if explained and best is not None:
+            where = f"store {store}: explained"
+            if not isinstance(explained, dict) or not all(k in explained for k in ("best", "pareto", "per_model")):
+                raise StoreError(f"{where} rows are damaged; rerun the search into a new --store")
+            e_best = ChipRow.from_dict(explained["best"], f"{where} best")
+            if e_best.chip == best.chip:
+                best, front = e_best, chip_rows(explained["pareto"], f"{where} Pareto row")
+                per_model = chip_rows(explained["per_model"], f"{where} per-model row")
     finally:
         s.close()
-    return SearchResult(store, spec, counts, best, refs, front, 0.0, per_model)
+    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model))
 
 
-def exact_rows(store: str) -> list[dict]:
-    """Every exactly evaluated candidate of a store, best first."""
+def exact_rows(store: str) -> list:
+    """Every exactly evaluated candidate of a store, best first (``ChipRow``s)."""
     from phaze.search import Store
+    from phaze.search.results import chip_rows
 
     s = Store.open_existing(store)
     try:
-        return s.rows(status="exact")
+        return list(chip_rows(s.rows(status="exact"), f"store {store}: row"))
     finally:
         s.close()
 

@@ -373,7 +373,7 @@ def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str |
     if html:
         notes.append(f"HTML report written to {api.search_report(res, html)} (open it in a browser)")
     from phaze.report.search import search_tables
-    code = _out(args, res, *search_tables(res))
+    code = _out(args, res.to_dict(), *search_tables(res))
     if not args.json:
         for n in notes:
             print(n)
@@ -404,7 +404,7 @@ def _spotlight(args) -> int:
     kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto", "objective", "tdp_w")}
     res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective or "latency",
                         workers=args.workers, quiet=args.json or args.quiet, **kw)
-    return _out(args, res, *spotlight_tables(res))
+    return _out(args, res.to_dict(), *spotlight_tables(res))
 
 
 def cmd_reproduce(args) -> int:
@@ -443,12 +443,12 @@ def cmd_results(args) -> int:
             w.writeheader()
             w.writerows(flat)
         else:
-            print(dumps(rows))
+            print(dumps([r.to_dict() for r in rows]))
         return 0
     flat = [results_rows(r) for r in rows]
     cols = list(flat[0]) if flat else ["chip"]
     scope = f" for {args.model} alone" if args.model else ""
-    return _out(args, rows, table(f"{args.store}: top {args.top} exactly evaluated candidates{scope}", cols,
+    return _out(args, [r.to_dict() for r in rows], table(f"{args.store}: top {args.top} exactly evaluated candidates{scope}", cols,
                                   [[r[c] for c in cols] for r in flat]))
 
 

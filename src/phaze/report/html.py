@@ -20,7 +20,8 @@ from phaze.report.html_page import Section, kv_table, note, page, pct, table, ti
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, hbars
 from phaze.units import MiB
 
-_OUTCOME_KNOWN = {"model", "throughput_seq_per_s", "iteration_time_s", "mfu", "plan", "plan_json"}
+# an explained outcome's scalar facts, shown after its plan (sorted by name, as the report always listed them)
+_OUTCOME_FACTS = ("bound_by", "energy_j", "glb_demand_Bps", "power_w")
 
 
 def check_output_path(path: str, option: str = "--html") -> Path:
@@ -49,14 +50,15 @@ def _write(path: str, html: str) -> str:
     return str(p)
 
 
-def chip_text(r: dict) -> str:
-    return (f"{r['num_tc']} tensor cores of {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']} vector cores of "
-            f"{r['vc_width']} lanes, GLB {r['glb_bytes'] // MiB} MiB, HBM {r['hbm_gib']} GiB")
+def chip_text(r) -> str:
+    """A search's chip row (``ChipRow``, read by attribute) in words."""
+    return (f"{r.num_tc} tensor cores of {r.tc_rows}x{r.tc_cols}, {r.num_vc} vector cores of "
+            f"{r.vc_width} lanes, GLB {r.glb_bytes // MiB} MiB, HBM {r.hbm_gib} GiB")
 
 
-def _extra(d: dict, known: set[str]) -> list[str]:
-    """Scalar fields beyond ``known`` (added by newer models, e.g. power_w, bound_by), in a stable order."""
-    return sorted(k for k, v in d.items() if k not in known and (v is None or isinstance(v, (int, float, str, bool))))
+def _extra(o) -> str:
+    """An explained outcome's facts ('; power_w 123.4; ...'); nothing for an unexplained one."""
+    return "".join(f"; {k} {getattr(o, k)}" for k in _OUTCOME_FACTS) if o.explained else ""
 
 
 # ---- a plan's pictures (shared by the search and plan reports) ------------------------------------------
@@ -96,16 +98,15 @@ def _search_answer(res) -> str:
     b = res.best
     if b is None:
         return '<p class="answer">No candidate chip fits any plan for this setting.</p>'
-    lines = [f"<b>Best chip</b>: {chip_text(b)}; {b['area_mm2']:.1f} mm<sup>2</sup>; score "
-             f"<b>{b['score']:.3f}</b> (throughput over the TPUv4-like chip's under its own best plan)."]
-    for o, ref in zip(b["outcomes"], res.references):
-        ratio = (f", {o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x the TPUv4-like chip "
-                 f"({ref['best_seq_per_s']:.4g} seq/s)" if ref.get("best_seq_per_s") else "")
-        pj = o.get("plan_json") or {}
-        used = f"; {pj['devices']} devices used" if "devices" in pj else ""
-        extra = "".join(f"; {k} {o[k]}" for k in _extra(o, _OUTCOME_KNOWN))
-        lines.append(f"{o['model']}: <b>{o['throughput_seq_per_s']:.4g} seq/s</b>{ratio}; plan {o['plan']}; "
-                     f"MFU {o['mfu']:.1%}{used}{extra}.")
+    lines = [f"<b>Best chip</b>: {chip_text(b)}; {b.area_mm2:.1f} mm<sup>2</sup>; score "
+             f"<b>{b.score:.3f}</b> (throughput over the TPUv4-like chip's under its own best plan)."]
+    for o, ref in zip(b.outcomes, res.references):
+        ratio = (f", {o.throughput_seq_per_s / ref.best_seq_per_s:.2f}x the TPUv4-like chip "
+                 f"({ref.best_seq_per_s:.4g} seq/s)" if ref.best_seq_per_s else "")
+        devices = (o.plan_json or {}).get("devices")  # the stored plan (``Plan.to_dict()``)
+        used = f"; {devices} devices used" if devices is not None else ""
+        lines.append(f"{o.model}: <b>{o.throughput_seq_per_s:.4g} seq/s</b>{ratio}; plan {o.plan}; "
+                     f"MFU {o.mfu:.1%}{used}{_extra(o)}.")
     return '<div class="answer">' + "<br>".join(lines) + "</div>"
 
 
@@ -114,28 +115,28 @@ def _search_versus(res) -> str:
     if b is None:
         return note("nothing to compare")
     rows, bars = [], []
-    for o, ref in zip(b["outcomes"], res.references):
-        best_ref = ref.get("best_seq_per_s") or 0.0
-        rows.append([o["model"], "searched chip (winner)", round(b["area_mm2"], 2), b["hbm_gib"], o["plan"],
-                     o["throughput_seq_per_s"], o["throughput_seq_per_s"] / b["area_mm2"],
-                     times(o["throughput_seq_per_s"] / best_ref if best_ref else None), pct(o["mfu"])])
-        rows.append([ref["model"], "TPUv4-like, its best plan", round(ref["area_mm2"], 2), ref["hbm_gib"],
-                     ref["best_plan"], best_ref, best_ref / ref["area_mm2"], times(1.0 if best_ref else None),
-                     pct(ref.get("best_mfu"))])
-        at = ref.get("at_best_hbm")
+    for o, ref in zip(b.outcomes, res.references):
+        best_ref = ref.best_seq_per_s or 0.0
+        tput = o.throughput_seq_per_s
+        rows.append([o.model, "searched chip (winner)", round(b.area_mm2, 2), b.hbm_gib, o.plan,
+                     tput, tput / b.area_mm2, times(tput / best_ref if best_ref else None), pct(o.mfu)])
+        rows.append([ref.model, "TPUv4-like, its best plan", round(ref.area_mm2, 2), ref.hbm_gib,
+                     ref.best_plan, best_ref, best_ref / ref.area_mm2, times(1.0 if best_ref else None),
+                     pct(ref.best_mfu)])
+        at = ref.at_best_hbm
         if at:  # the winner has another HBM size: the reference given the same
-            tput = at["best_seq_per_s"] or 0.0
-            rows.append([ref["model"], "TPUv4-like, its best plan at the winner's HBM", round(ref["area_mm2"], 2),
-                         at["hbm_gib"], at["best_plan"], tput or None, tput / ref["area_mm2"] if tput else None,
-                         times(tput / best_ref if tput and best_ref else None), None])
-        paper = ref.get("paper_seq_per_s") or 0.0
-        rows.append([ref["model"], "TPUv4-like, the paper's plan", round(ref["area_mm2"], 2), ref["hbm_gib"],
-                     ref["paper_plan"] if ref.get("paper_fits") else f"does not fit: {ref.get('paper_reason')}",
-                     paper or None, paper / ref["area_mm2"] if paper else None,
+            at_tput = at.best_seq_per_s or 0.0
+            rows.append([ref.model, "TPUv4-like, its best plan at the winner's HBM", round(ref.area_mm2, 2),
+                         at.hbm_gib, at.best_plan, at_tput or None, at_tput / ref.area_mm2 if at_tput else None,
+                         times(at_tput / best_ref if at_tput and best_ref else None), None])
+        paper = ref.paper_seq_per_s or 0.0
+        rows.append([ref.model, "TPUv4-like, the paper's plan", round(ref.area_mm2, 2), ref.hbm_gib,
+                     ref.paper_plan if ref.paper_fits else f"does not fit: {ref.paper_reason}",
+                     paper or None, paper / ref.area_mm2 if paper else None,
                      times(paper / best_ref if paper and best_ref else None), None])
-        bars += [(f"{o['model']}: winner", [(o["throughput_seq_per_s"], ORANGE, f"winner {o['throughput_seq_per_s']:.4g} seq/s")]),
-                 (f"{ref['model']}: TPUv4-like best", [(best_ref, BLUE, f"TPUv4-like, best plan {best_ref:.4g} seq/s")]),
-                 (f"{ref['model']}: TPUv4-like paper", [(paper, SKY, f"TPUv4-like, paper's plan {paper:.4g} seq/s")])]
+        bars += [(f"{o.model}: winner", [(tput, ORANGE, f"winner {tput:.4g} seq/s")]),
+                 (f"{ref.model}: TPUv4-like best", [(best_ref, BLUE, f"TPUv4-like, best plan {best_ref:.4g} seq/s")]),
+                 (f"{ref.model}: TPUv4-like paper", [(paper, SKY, f"TPUv4-like, paper's plan {paper:.4g} seq/s")])]
     hi = {i for i, r in enumerate(rows) if r[1] == "searched chip (winner)"}
     return (table(["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s per mm^2", "vs TPUv4-like best",
                    "MFU"], rows, hi)
@@ -144,14 +145,10 @@ def _search_versus(res) -> str:
                                                 (SKY, "TPUv4-like, paper's plan")]))
 
 
-def _power_of(r: dict):
-    return r.get("power_w")
-
-
-def _search_front(res, all_rows: list[dict]) -> str:
-    refs = [(r["area_mm2"], 1.0, "TPUv4-like chip, best plan (score 1)") for r in res.references[:1]]
-    front_ids = {(r["chip"], r["hbm_gib"]) for r in res.pareto}
-    others = [r for r in all_rows if (r["chip"], r["hbm_gib"]) not in front_ids]
+def _search_front(res, all_rows: list) -> str:
+    refs = [(r.area_mm2, 1.0, "TPUv4-like chip, best plan (score 1)") for r in res.references[:1]]
+    front_ids = {(r.chip, r.hbm_gib) for r in res.pareto}
+    others = [r for r in all_rows if (r.chip, r.hbm_gib) not in front_ids]
     scope = ("exact over the whole design space" if res.spec.get("pareto") else
              "among the exactly evaluated candidates (pruned chips are provably not the best but could sit on "
              "the front; --pareto makes it exact)")
@@ -160,23 +157,23 @@ def _search_front(res, all_rows: list[dict]) -> str:
                f"{len(all_rows)} candidates evaluated exactly.")
     out += pareto_chart(res.pareto, others, res.best, refs, x_key="area_mm2", xlabel="chip area (mm^2)",
                         title="Score against chip area")
-    if res.best is not None and _power_of(res.best) is not None:
-        with_power = [r for r in all_rows if _power_of(r) is not None]
+    if res.best is not None and res.best.power_w is not None:
+        with_power = [r for r in all_rows if r.power_w is not None]
         front, best = [], -1.0
-        for r in sorted(with_power, key=lambda r: (r["power_w"], -r["score"])):
-            if r["score"] > best:
+        for r in sorted(with_power, key=lambda r: (r.power_w, -r.score)):
+            if r.score > best:
                 front.append(r)
-                best = r["score"]
-        pf = {(r["chip"], r["hbm_gib"]) for r in front}
-        refs_p = [(r["power_w"], 1.0, "TPUv4-like chip, best plan") for r in res.references[:1] if r.get("power_w")]
-        out += pareto_chart(front, [r for r in with_power if (r["chip"], r["hbm_gib"]) not in pf], res.best, refs_p,
+                best = r.score
+        pf = {(r.chip, r.hbm_gib) for r in front}
+        refs_p = [(r.power_w, 1.0, "TPUv4-like chip, best plan") for r in res.references[:1] if r.power_w]
+        out += pareto_chart(front, [r for r in with_power if (r.chip, r.hbm_gib) not in pf], res.best, refs_p,
                             x_key="power_w", xlabel="chip power (W)", title="Score against chip power")
     else:
         out += note("This chip model has no power figure, so there is no front against power.")
     if res.pareto:
         cols = ["area mm^2", "score", "chip", "plans"]
-        out += table(cols, [[round(r["area_mm2"], 2), r["score"], chip_text(r),
-                             "; ".join(f"{o['model']}: {o['plan']}" for o in r["outcomes"])] for r in res.pareto])
+        out += table(cols, [[round(r.area_mm2, 2), r.score, chip_text(r),
+                             "; ".join(f"{o.model}: {o.plan}" for o in r.outcomes)] for r in res.pareto])
     return out
 
 
@@ -189,17 +186,16 @@ def _search_counts(res) -> str:
     rows.append(("store", res.store))
     out = kv_table(rows)
     if res.per_model:
-        refs = {r["model"]: r for r in res.references}
+        refs = {r.model: r for r in res.references}
         out += "<h3>Best chip per model, each model searched alone</h3>" + table(
             ["model", "chip", "area mm^2", "plan", "seq/s", "vs TPUv4-like best"],
-            [[r["model"], chip_text(r), round(r["area_mm2"], 2), r["outcomes"][0]["plan"],
-              r["outcomes"][0]["throughput_seq_per_s"],
-              r["outcomes"][0]["throughput_seq_per_s"] / refs[r["model"]]["best_seq_per_s"]
-              if refs[r["model"]].get("best_seq_per_s") else None] for r in res.per_model])
+            [[r.model, chip_text(r), round(r.area_mm2, 2), r.outcomes[0].plan, r.outcomes[0].throughput_seq_per_s,
+              r.outcomes[0].throughput_seq_per_s / refs[r.model].best_seq_per_s
+              if refs[r.model].best_seq_per_s else None] for r in res.per_model])
     return out
 
 
-def search_report_html(res, all_rows: list[dict] | None = None, details: list | None = None) -> str:
+def search_report_html(res, all_rows: list | None = None, details: list | None = None) -> str:
     """The page for a co-search result. ``all_rows``: every exactly evaluated candidate (default: the front);
     ``details``: the winner's plans evaluated again (``phaze.search.details.search_details``; none: no plan
     pictures)."""
@@ -218,7 +214,7 @@ def search_report_html(res, all_rows: list[dict] | None = None, details: list | 
                 f"cluster {res.spec['cluster']}", sections)
 
 
-def write_search_report(res, path: str, all_rows: list[dict] | None = None,
+def write_search_report(res, path: str, all_rows: list | None = None,
                         details: list | None = None) -> str:
     """Write the co-search report to ``path`` (.html); returns the path."""
     check_output_path(path)

@@ -221,24 +221,24 @@ def schedule_figures(d) -> list[str]:
     return out
 
 
-def pareto_chart(front: list[dict], others: list[dict], winner: dict | None, refs: list[tuple[float, float, str]],
+def pareto_chart(front: list, others: list, winner, refs: list[tuple[float, float, str]],
                  *, x_key: str, xlabel: str, title: str) -> str:
-    """Score against ``x_key`` (area or power): every exactly evaluated candidate, the front, the winner and
-    the references (x, score, label)."""
-    def tip(r: dict) -> str:
-        plans = "; ".join(f"{o['model']}: {o['plan']} at {o['throughput_seq_per_s']:.4g} seq/s"
-                          for o in r.get("outcomes", []))
-        return (f"chip {r['chip']}: {r['num_tc']} TC {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']} VC of "
-                f"{r['vc_width']}, GLB {r['glb_bytes'] // 2**20} MiB, HBM {r['hbm_gib']} GiB; "
-                f"{x_key} {r[x_key]:.4g}; score {r['score']:.4g}; {plans}")
+    """Score against the chip rows' attribute ``x_key`` (area_mm2 or power_w): every exactly evaluated
+    candidate, the front, the winner and the references (x, score, label)."""
+    def tip(r) -> str:
+        plans = "; ".join(f"{o.model}: {o.plan} at {o.throughput_seq_per_s:.4g} seq/s" for o in r.outcomes)
+        return (f"chip {r.chip}: {r.num_tc} TC {r.tc_rows}x{r.tc_cols}, {r.num_vc} VC of "
+                f"{r.vc_width}, GLB {r.glb_bytes // 2**20} MiB, HBM {r.hbm_gib} GiB; "
+                f"{x_key} {getattr(r, x_key):.4g}; score {r.score:.4g}; {plans}")
 
     def pts(rows):
-        return tuple((float(r[x_key]), float(r["score"]), tip(r)) for r in rows if r.get(x_key) is not None)
+        return tuple((float(getattr(r, x_key)), float(r.score), tip(r)) for r in rows
+                     if getattr(r, x_key) is not None)
 
     series = [Series("evaluated exactly", pts(others), SKY, radius=2.5),
               Series("Pareto front", pts(front), BLUE, "circle", 3.5, line=True)]
     series += [Series(label, ((x, y, f"{label}: {x_key} {x:.4g}, score {y:.4g}"),), VERMILLION, "square", 5)
                for x, y, label in refs]
-    if winner is not None and winner.get(x_key) is not None:
+    if winner is not None and getattr(winner, x_key) is not None:
         series.append(Series("winner", pts([winner]), ORANGE, "star", 6))
     return scatter(series, title=title, xlabel=xlabel, ylabel="score (throughput / TPUv4-like best plan)")

@@ -58,7 +58,7 @@ def _plots(res, d: Path) -> list[str]:
     written = []
     if res.pareto:
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.step([r["area_mm2"] for r in res.pareto], [r["score"] for r in res.pareto], where="post", marker="o")
+        ax.step([r.area_mm2 for r in res.pareto], [r.score for r in res.pareto], where="post", marker="o")
         ax.set_xlabel("chip area (mm^2)")
         ax.set_ylabel("score (throughput / TPUv4-like best plan)")
         exact = res.spec.get("pareto")
@@ -69,10 +69,10 @@ def _plots(res, d: Path) -> list[str]:
         plt.close(fig)
         written.append(str(d / "pareto.png"))
     if res.best:
-        names = [r["model"] for r in res.references]
-        best = [o["throughput_seq_per_s"] for o in res.best["outcomes"]]
-        tpu = [r["best_seq_per_s"] for r in res.references]
-        paper = [r["paper_seq_per_s"] for r in res.references]
+        names = [r.model for r in res.references]
+        best = [o.throughput_seq_per_s for o in res.best.outcomes]
+        tpu = [r.best_seq_per_s for r in res.references]
+        paper = [r.paper_seq_per_s for r in res.references]
         fig, ax = plt.subplots(figsize=(6, 4))
         x = range(len(names))
         w = 0.27

@@ -117,7 +117,7 @@ def spotlight_tables(res) -> list:
     from phaze.hardware.accelerator import chip_text
 
     sp, ref = res.search, res.reference
-    rt = ref["best_seq_per_s"] or 0.0
+    rt = ref.best_seq_per_s or 0.0
 
     def ratio(x):
         return f"{x / rt:.2f}x" if rt > 0 else "-"
@@ -137,10 +137,10 @@ def spotlight_tables(res) -> list:
             ("spotlight", "paper", f"{res.paper['throughput_seq_per_s']:,.2f}",
              ratio(res.paper["throughput_seq_per_s"]), _fmt(res.paper["power_w"], 3), _fmt(res.paper["hbm_gib"]),
              res.paper["plan"]),
-            ("tpuv4-like", "best", f"{rt:,.2f}", ratio(rt), _fmt(ref.get("power_w"), 3), _fmt(ref["hbm_gib"]),
-             ref["best_plan"]),
-            ("tpuv4-like", "paper", f"{ref['paper_seq_per_s']:,.2f}", ratio(ref["paper_seq_per_s"]), "-",
-             _fmt(ref["hbm_gib"]), ref["paper_plan"])]
+            ("tpuv4-like", "best", f"{rt:,.2f}", ratio(rt), _fmt(ref.power_w, 3), _fmt(ref.hbm_gib),
+             ref.best_plan),
+            ("tpuv4-like", "paper", f"{ref.paper_seq_per_s:,.2f}", ratio(ref.paper_seq_per_s), "-",
+             _fmt(ref.hbm_gib), ref.paper_plan)]
     t2 = table("throughput against the TPUv4-like chip under its best plan",
                ["chip", "plan kind", "seq/s", "vs TPUv4-like", "power W", "HBM GiB", "plan"], rows)
     return [t1, t2]

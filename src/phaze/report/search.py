@@ -6,31 +6,37 @@ from phaze.units import MiB
 
 
 
-def chip_text(r: dict) -> str:
-    glb = f"GLB {r['glb_bytes'] // MiB} MiB"
-    if r.get("glb_banks"):
-        glb += f" ({r['glb_banks']} x {r['glb_bank_width_bytes']} B, {r.get('noc', '')})"
-    return f"{r['num_tc']}x TC {r['tc_rows']}x{r['tc_cols']}, {r['num_vc']}x VC {r['vc_width']}, {glb}"
+def chip_text(r) -> str:
+    """One chip row (a search's ``ChipRow``, read by attribute) as one line."""
+    glb = f"GLB {r.glb_bytes // MiB} MiB"
+    if r.glb_banks:
+        glb += f" ({r.glb_banks} x {r.glb_bank_width_bytes} B, {r.noc or ''})"
+    return f"{r.num_tc}x TC {r.tc_rows}x{r.tc_cols}, {r.num_vc}x VC {r.vc_width}, {glb}"
 
 
 def watts(v) -> str:
     return f"{v:.0f}" if isinstance(v, (int, float)) else "-"
 
 
-def glb_bw(r: dict) -> str:
-    v = r.get("glb_bandwidth_Bps")
+def glb_bw(r) -> str:
+    v = r.glb_bandwidth_Bps
     return si(v, "B/s") if isinstance(v, (int, float)) else "-"
 
 
-def results_rows(r: dict) -> dict:
-    """One stored candidate as a flat row (CSV export, tables)."""
-    row = {"chip": r["chip"], "hbm_gib": r["hbm_gib"], "score": round(r["score"], 6), "area_mm2": round(r["area_mm2"], 3),
-           "num_tc": r["num_tc"], "tc_rows": r["tc_rows"], "tc_cols": r["tc_cols"], "num_vc": r["num_vc"],
-           "vc_width": r["vc_width"], "glb_mib": r["glb_bytes"] // MiB}
-    for o in r["outcomes"]:
-        row[f"{o['model']}_seq_per_s"] = round(o["throughput_seq_per_s"], 4)
-        row[f"{o['model']}_plan"] = o["plan"]
+def results_rows(r) -> dict:
+    """One stored candidate (a ``ChipRow``) as a flat row (CSV export, tables): its columns by name."""
+    row = {"chip": r.chip, "hbm_gib": r.hbm_gib, "score": round(r.score, 6), "area_mm2": round(r.area_mm2, 3),
+           "num_tc": r.num_tc, "tc_rows": r.tc_rows, "tc_cols": r.tc_cols, "num_vc": r.num_vc,
+           "vc_width": r.vc_width, "glb_mib": r.glb_bytes // MiB}
+    for o in r.outcomes:
+        row[f"{o.model}_seq_per_s"] = round(o.throughput_seq_per_s, 4)
+        row[f"{o.model}_plan"] = o.plan
     return row
+
+
+def _bound(x) -> str:
+    """What bounds an explained outcome or reference ("-" when it was not explained)."""
+    return x.bound_by if x.explained else "-"
 
 
 def search_tables(res) -> list:
@@ -47,45 +53,44 @@ def search_tables(res) -> list:
         out.append(table("best", ["result"], [("no candidate fits any plan",)]))
         return out
     rows = []
-    for o, ref in zip(b["outcomes"], res.references):
-        pj = o.get("plan_json") or {}
-        used = f"{pj['devices']} of {res.spec['devices']}" if "devices" in pj else "-"
-        rows.append((o["model"], "best chip", f"{b['area_mm2']:.1f}", b["hbm_gib"], o["plan"],
-                     f"{o['throughput_seq_per_s']:.2f}", f"{o['throughput_seq_per_s'] / b['area_mm2']:.3f}",
-                     f"{o['throughput_seq_per_s'] / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
-                     f"{o['mfu']:.1%}", used, watts(o.get("power_w")), watts(b.get("peak_power_w")), glb_bw(b),
-                     o.get("bound_by", "-")))
-        rows.append((ref["model"], "TPUv4-like, best plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
-                     ref["best_plan"], f"{ref['best_seq_per_s']:.2f}",
-                     f"{ref['best_seq_per_s'] / ref['area_mm2']:.3f}", "1.00x",
-                     f"{ref['best_mfu']:.1%}" if ref.get("best_mfu") is not None else "-", "-",
-                     watts(ref.get("power_w")), watts(ref.get("peak_power_w")), glb_bw(ref), ref.get("bound_by", "-")))
-        at = ref.get("at_best_hbm")
+    for o, ref in zip(b.outcomes, res.references):
+        devices = (o.plan_json or {}).get("devices")  # the stored plan (``Plan.to_dict()``)
+        used = f"{devices} of {res.spec['devices']}" if devices is not None else "-"
+        tput, best_ref = o.throughput_seq_per_s, ref.best_seq_per_s
+        rows.append((o.model, "best chip", f"{b.area_mm2:.1f}", b.hbm_gib, o.plan, f"{tput:.2f}",
+                     f"{tput / b.area_mm2:.3f}", f"{tput / best_ref:.2f}x" if best_ref else "-",
+                     f"{o.mfu:.1%}", used, watts(o.power_w), watts(b.peak_power_w), glb_bw(b), _bound(o)))
+        rows.append((ref.model, "TPUv4-like, best plan", f"{ref.area_mm2:.1f}", f"{ref.hbm_gib:g}",
+                     ref.best_plan, f"{best_ref:.2f}", f"{best_ref / ref.area_mm2:.3f}", "1.00x",
+                     f"{ref.best_mfu:.1%}" if ref.best_mfu is not None else "-", "-",
+                     watts(ref.power_w), watts(ref.peak_power_w), glb_bw(ref), _bound(ref)))
+        at = ref.at_best_hbm
         if at:  # the winner has another HBM size: the reference given the same (HBM is outside the area budget)
-            tput = at["best_seq_per_s"]
-            rows.append((ref["model"], "TPUv4-like, winner's HBM", f"{ref['area_mm2']:.1f}",
-                         f"{at['hbm_gib']:g}", at["best_plan"], f"{tput:.2f}" if tput else "-",
-                         f"{tput / ref['area_mm2']:.3f}" if tput else "-",
-                         f"{tput / ref['best_seq_per_s']:.2f}x" if tput and ref["best_seq_per_s"] else "-",
-                         "-", "-", "-", watts(ref.get("peak_power_w")), glb_bw(ref), "-"))
-        paper = ref["paper_seq_per_s"]
-        rows.append((ref["model"], "TPUv4-like, paper's plan", f"{ref['area_mm2']:.1f}", f"{ref['hbm_gib']:g}",
-                     ref["paper_plan"] + " (balanced stages)" if ref["paper_fits"] else f"does not fit: {ref['paper_reason'] or ref['paper_plan']}",
-                     f"{paper:.2f}" if paper else "-", f"{paper / ref['area_mm2']:.3f}" if paper else "-",
-                     f"{paper / ref['best_seq_per_s']:.2f}x" if paper and ref["best_seq_per_s"] else "-", "-", "-",
-                     "-", watts(ref.get("peak_power_w")), glb_bw(ref), "-"))
+            at_tput = at.best_seq_per_s
+            rows.append((ref.model, "TPUv4-like, winner's HBM", f"{ref.area_mm2:.1f}",
+                         f"{at.hbm_gib:g}", at.best_plan, f"{at_tput:.2f}" if at_tput else "-",
+                         f"{at_tput / ref.area_mm2:.3f}" if at_tput else "-",
+                         f"{at_tput / best_ref:.2f}x" if at_tput and best_ref else "-",
+                         "-", "-", "-", watts(ref.peak_power_w), glb_bw(ref), "-"))
+        paper = ref.paper_seq_per_s
+        rows.append((ref.model, "TPUv4-like, paper's plan", f"{ref.area_mm2:.1f}", f"{ref.hbm_gib:g}",
+                     ref.paper_plan + " (balanced stages)" if ref.paper_fits
+                     else f"does not fit: {ref.paper_reason or ref.paper_plan}",
+                     f"{paper:.2f}" if paper else "-", f"{paper / ref.area_mm2:.3f}" if paper else "-",
+                     f"{paper / best_ref:.2f}x" if paper and best_ref else "-", "-", "-",
+                     "-", watts(ref.peak_power_w), glb_bw(ref), "-"))
     what = {"throughput": "mean throughput", "perf-per-area": "mean throughput per mm^2",
             "perf-per-watt": "mean throughput per W of peak power"}[res.spec.get("objective", "throughput")]
-    out.append(table(f"best chip: {chip_text(b)}, {b['area_mm2']:.2f} mm^2, HBM {b['hbm_gib']} GiB "
-                     f"(score {b['score']:.3f} = {what} over the TPUv4-like chip's best)",
+    out.append(table(f"best chip: {chip_text(b)}, {b.area_mm2:.2f} mm^2, HBM {b.hbm_gib} GiB "
+                     f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best)",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                       "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))
     if res.per_model:
-        refs = {r["model"]: r for r in res.references}
+        refs = {r.model: r for r in res.references}
         out.append(table("best chip per model, each model searched alone (the joint winner above maximizes the mean)",
                          ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                           "power W"],
-                         [_alone_row(r, refs[r["model"]]) for r in res.per_model]))
+                         [_alone_row(r, refs[r.model]) for r in res.per_model]))
     scope = ("exact over the whole space" if res.spec.get("pareto")
              else "among the exactly evaluated candidates; --pareto makes it exact")
     front = res.pareto
@@ -93,20 +98,20 @@ def search_tables(res) -> list:
     more = f"; {len(shown)} of {len(front)} points shown, all in --json" if len(shown) < len(front) else ""
     out.append(table(f"Pareto front of score against area ({scope}{more})",
                      ["area mm^2", "score", "HBM GiB", "power W", "peak W", "chip"],
-                     [(f"{r['area_mm2']:.2f}", f"{r['score']:.3f}", r["hbm_gib"], watts(r.get("power_w")),
-                       watts(r.get("peak_power_w")), chip_text(r)) for r in shown]))
+                     [(f"{r.area_mm2:.2f}", f"{r.score:.3f}", r.hbm_gib, watts(r.power_w),
+                       watts(r.peak_power_w), chip_text(r)) for r in shown]))
     return out
 
 
 MAX_FRONT_ROWS = 25
 
 
-def _alone_row(r: dict, ref: dict) -> tuple:
-    o = r["outcomes"][0]
-    tput = o["throughput_seq_per_s"]
-    return (r["model"], chip_text(r), f"{r['area_mm2']:.1f}", r["hbm_gib"], o["plan"], f"{tput:.2f}",
-            f"{tput / r['area_mm2']:.3f}", f"{tput / ref['best_seq_per_s']:.2f}x" if ref["best_seq_per_s"] else "-",
-            watts(o.get("power_w")))
+def _alone_row(r, ref) -> tuple:
+    o = r.outcomes[0]
+    tput = o.throughput_seq_per_s
+    return (r.model, chip_text(r), f"{r.area_mm2:.1f}", r.hbm_gib, o.plan, f"{tput:.2f}",
+            f"{tput / r.area_mm2:.3f}", f"{tput / ref.best_seq_per_s:.2f}x" if ref.best_seq_per_s else "-",
+            watts(o.power_w))
 
 
 def thin(rows: list, k: int) -> list:

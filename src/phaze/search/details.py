@@ -40,19 +40,19 @@ def stored_candidates(spec: dict):
     return apply_tdp(enumerate_space(stored_space(spec)), spec.get("tdp_w"))
 
 
-def winner_chip(spec: dict, row: dict) -> Accelerator:
-    """The stored candidate ``row`` as the Accelerator the search evaluated (its HBM size set). Chip numbers
+def winner_chip(spec: dict, row) -> Accelerator:
+    """The stored candidate ``row`` (a ``ChipRow``) as the Accelerator the search evaluated (its HBM size set). Chip numbers
     index the candidates the search ran over (the power cap applied), as ``run_search`` numbers them."""
     cands = stored_candidates(spec)
-    acc = cands.arch.accelerator(int(row["chip"]), name=f"winner (chip {row['chip']})")
-    for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes"):
-        if f in row and getattr(acc, f) != row[f]:
-            raise PhazeError(f"store chip {row['chip']} has {f}={row[f]} but the stored space gives "
+    acc = cands.arch.accelerator(int(row.chip), name=f"winner (chip {row.chip})")
+    for f, v in row.chip_fields().items():
+        if v is not None and getattr(acc, f) != v:
+            raise PhazeError(f"store chip {row.chip} has {f}={v} but the stored space gives "
                              f"{getattr(acc, f)}; the store comes from another phaze version, rerun the search")
-    return replace(acc, hbm_bytes=int(row["hbm_gib"]) * GiB)
+    return replace(acc, hbm_bytes=int(row.hbm_gib) * GiB)
 
 
-def search_details(spec: dict, best: dict | None) -> list[PlanDetail]:
+def search_details(spec: dict, best) -> list[PlanDetail]:
     """Per model: the search winner's plan, evaluated again on the rebuilt chip under the runtime it was found
     with (empty when there is no winner)."""
     from phaze.hardware.presets import get_cluster
@@ -64,10 +64,10 @@ def search_details(spec: dict, best: dict | None) -> list[PlanDetail]:
     cluster = get_cluster(spec["cluster"], spec["devices"])
     runtime = PAPER_RUNTIME.with_(optimizer=spec.get("optimizer", "adam"))  # SearchSpec.runtime
     out = []
-    for m, o in zip(spec["models"], best["outcomes"]):
-        if not o.get("plan_json"):
+    for m, o in zip(spec["models"], best.outcomes):
+        if not o.plan_json:
             continue
         out.append(plan_detail(model_from(m), acc, cluster, spec["global_batch"],
-                               Plan.from_dict(o["plan_json"], runtime_default=runtime),
-                               devices_given=spec["devices"], stored_seq_per_s=o["throughput_seq_per_s"]))
+                               Plan.from_dict(o.plan_json, runtime_default=runtime),
+                               devices_given=spec["devices"], stored_seq_per_s=o.throughput_seq_per_s))
     return out

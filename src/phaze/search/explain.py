@@ -39,16 +39,17 @@ def outcome_facts(model, acc: Accelerator, plan_json: dict | None, cluster, glob
             "time_by_bound_s": p["time_by_bound_s"]}
 
 
-def enrich_row(row: dict, acc: Accelerator, spec, cluster) -> dict:
-    """A copy of a store row (or reference) with chip_facts and, per outcome, outcome_facts."""
-    out = dict(row, **chip_facts(acc))
+def enrich_row(row, acc: Accelerator, spec, cluster):
+    """``row`` (a ``phaze.search.results.ChipRow``) explained: with chip_facts and, per outcome that has a plan of
+    one of ``spec``'s models, outcome_facts; its power_w is the mean over the outcomes that have one."""
+    from dataclasses import replace
+
     models = {m.name: m for m in spec.models}
     outs = []
-    for o in row.get("outcomes", []):
-        m = models.get(o.get("model"))
-        outs.append(dict(o, **(outcome_facts(m, acc, o.get("plan_json"), cluster, spec.global_batch, spec.runtime) if m else {})))
-    if "outcomes" in row:
-        out["outcomes"] = outs
-        pw = [o.get("power_w") for o in outs if o.get("power_w") is not None]
-        out["power_w"] = sum(pw) / len(pw) if pw else None
-    return out
+    for o in row.outcomes:
+        m = models.get(o.model)
+        facts = outcome_facts(m, acc, o.plan_json, cluster, spec.global_batch, spec.runtime) if m else {}
+        outs.append(replace(o, explained=True, **facts) if facts else o)
+    pw = [o.power_w for o in outs if o.power_w is not None]
+    return replace(row, outcomes=tuple(outs), explained=True, **chip_facts(acc),
+                   power_w=sum(pw) / len(pw) if pw else None)

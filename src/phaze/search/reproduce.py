@@ -154,26 +154,26 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
                      executor=executor)
     ref = res.references[0]
-    ref_tput = ref["best_seq_per_s"]
+    ref_tput = ref.best_seq_per_s
     ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)
     rows = []
     b = res.best
     cands = enumerate_space(spec.space)
     if b is not None:
-        o = b["outcomes"][0]
-        acc = cands.arch.accelerator(b["chip"], name=f"phaze-{model.name}")
-        rows.append(ReproduceRow(model.name, "phaze", "best", o["throughput_seq_per_s"],
-                                 ratio(o["throughput_seq_per_s"]), b["area_mm2"], o.get("power_w"), b["hbm_gib"],
+        o = b.outcomes[0]
+        acc = cands.arch.accelerator(b.chip, name=f"phaze-{model.name}")
+        rows.append(ReproduceRow(model.name, "phaze", "best", o.throughput_seq_per_s,
+                                 ratio(o.throughput_seq_per_s), b.area_mm2, o.power_w, b.hbm_gib,
                                  chip_text(acc),
-                                 o["plan"], o["iteration_time_s"], res.wall_time_s, res.counts["exact"],
+                                 o.plan, o.iteration_time_s, res.wall_time_s, res.counts["exact"],
                                  res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal"),
-                                 o.get("bound_by"), area_split(acc)))
+                                 o.bound_by, area_split(acc)))
     tpu = spec.space.reference  # the TPUv4-like chip of the space's template
     tpu_area = float(area_mm2(tpu))
     tpu_gib = tpu.hbm_bytes / GiB
-    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.get("power_w"),
-                             tpu_gib, chip_text(tpu), ref["best_plan"], spec.global_batch / ref_tput if ref_tput else None,
-                             None, None, None, None, ref.get("bound_by"), area_split(tpu)))
+    rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.power_w,
+                             tpu_gib, chip_text(tpu), ref.best_plan, spec.global_batch / ref_tput if ref_tput else None,
+                             None, None, None, None, ref.bound_by, area_split(tpu)))
     sizes = tuple(sorted({*spec.hbm_gib, int(tpu_gib)}))  # the co-search's sweep and its own size
     prog.note(f"{model.name}: the TPUv4-like chip's best plan at HBM {'/'.join(map(str, sizes))} GiB")
     swept, _ = chip_plans(model, tpu, spec, cluster, sizes, ScheduleCache(), paper_plan=False)
@@ -181,10 +181,10 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                              ratio(swept["throughput_seq_per_s"]), tpu_area, swept["power_w"], swept["hbm_gib"],
                              chip_text(tpu), swept["plan"], swept["iteration_time_s"], None, None, None, None,
                              swept["bound_by"], area_split(tpu)))
-    pt = ref["paper_seq_per_s"]
+    pt = ref.paper_seq_per_s
     pp = _paper_power(model, tpu, spec, cluster) if pt > 0 else {"power_w": None, "bound": None}
     rows.append(ReproduceRow(model.name, "tpuv4-like", "paper", pt, ratio(pt), tpu_area, pp["power_w"], tpu_gib,
-                             chip_text(tpu), ref["paper_plan"], spec.global_batch / pt if pt else None,
+                             chip_text(tpu), ref.paper_plan, spec.global_batch / pt if pt else None,
                              None, None, None, None, pp["bound"], area_split(tpu)))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")
@@ -290,8 +290,15 @@ class SpotlightBaseline:
     search: object  # SpotlightResult
     best: dict
     paper: dict
-    reference: dict  # the TPUv4-like chip under its best plan and the paper's (as ``references`` gives it)
+    reference: object  # the TPUv4-like chip under its best plan and the paper's (a ``ReferenceRow``)
     wall_time_s: float
+
+    def to_dict(self) -> dict:
+        """The JSON ``phaze search --baseline spotlight --json`` prints (the reference as the store keeps it)."""
+        from phaze.jsonable import to_jsonable
+
+        return {"search": to_jsonable(self.search), "best": self.best, "paper": self.paper,
+                "reference": self.reference.to_dict(), "wall_time_s": self.wall_time_s}
 
 
 def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLES, objective: str = "latency",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
@@ -16,26 +16,11 @@ from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chips
 from phaze.search.objective import apply_tdp, chip_weights
+from phaze.search.results import AtHbm, ChipRow, ReferenceRow, SearchResult, chip_rows, reference_rows
 from phaze.search.executor import abort, make_executor
 from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
 from phaze.units import GiB
-
-
-@dataclass(frozen=True)
-class SearchResult:
-    """Plain data: the best chip and its plans, the TPUv4-like comparison, the Pareto front, counts."""
-
-    store: str
-    spec: dict
-    counts: dict  # candidates, exact, bounded, pruned, infeasible, schedules_solved, schedules_not_optimal
-    best: dict | None
-    references: list[dict]  # per model: TPUv4-like with its best plan and with the paper's plan (and, where
-    #                         the best chip has another HBM size, "at_best_hbm": its best plan at that size)
-    pareto: list[dict]  # (area, score) front: exact with spec.pareto, else among exactly evaluated candidates
-    wall_time_s: float
-    per_model: list[dict] = ()  # with several models: each model's own best chip (score = its normalized
-    #                             throughput), found by the same exact search on that model alone
 
 
 def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None):
@@ -47,7 +32,7 @@ def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None)
                     top_k=0, baselines=False, schedule_cache=schedule_cache)
 
 
-def reference_at_hbm(spec: SearchSpec, cluster, refs: list[dict], hbm_gib: float) -> list[dict]:
+def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float) -> list[ReferenceRow]:
     """``refs`` with, per model, the reference chip's best plan at ``hbm_gib`` (``at_best_hbm``: hbm_gib,
     best_seq_per_s, best_plan; 0 and the reason when nothing fits) where that is not its own HBM size: the
     co-search sweeps HBM sizes outside the area budget, so a winner with more HBM than the reference is
@@ -60,15 +45,14 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[dict], hbm_gib: float
     for m, ref in zip(spec.models, refs):
         try:
             res = fixed_chip_plan(m, bigger, spec, cluster)
-            at = {"hbm_gib": hbm_gib, "best_seq_per_s": res.best.throughput_seq_per_s,
-                  "best_plan": res.best.plan.describe()}
+            at = AtHbm(hbm_gib, res.best.throughput_seq_per_s, res.best.plan.describe())
         except InfeasibleError as err:
-            at = {"hbm_gib": hbm_gib, "best_seq_per_s": 0.0, "best_plan": f"none fits: {err}"}
-        out.append(dict(ref, at_best_hbm=at))
+            at = AtHbm(hbm_gib, 0.0, f"none fits: {err}")
+        out.append(replace(ref, at_best_hbm=at))
     return out
 
 
-def references(spec: SearchSpec, cluster) -> list[dict]:
+def references(spec: SearchSpec, cluster) -> list[ReferenceRow]:
     """TPUv4-like chip (its own 32 GiB HBM) under its best plan and under the paper's fixed plan. Its best
     plan comes from the same plan space as every candidate's (v = 1, no sequence parallelism, no ZeRO-1,
     one recompute mode per plan), so the scores compare like with like."""
@@ -79,35 +63,33 @@ def references(spec: SearchSpec, cluster) -> list[dict]:
     chip = spec.space.reference  # the TPUv4-like chip of the space's template (with or without the hierarchy)
     for m in spec.models:
         from phaze.search.explain import chip_facts
-        ref = {"model": m.name, "area_mm2": float(area_mm2(chip)), "hbm_gib": chip.hbm_bytes / GiB,
-               "chip_name": chip.name, **chip_facts(chip)}
         try:
             res = fixed_chip_plan(m, chip, spec, cluster)
-            ref.update(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
-                       best_mfu=res.best.mfu)
             from phaze.placement.power import plan_power
             tier = cluster.tier_for_group(res.best.plan.tp) if res.best.plan.tp > 1 else None
             pw = plan_power(m, chip, res.best, tier)
-            ref.update(power_w=pw["power_w"], bound_by=pw["bound"], time_by_bound_s=pw["time_by_bound_s"],
-                       glb_demand_Bps=pw["glb_demand_Bps"])
+            best = dict(best_seq_per_s=res.best.throughput_seq_per_s, best_plan=res.best.plan.describe(),
+                        best_mfu=res.best.mfu, explained=True, power_w=pw["power_w"], bound_by=pw["bound"],
+                        time_by_bound_s=pw["time_by_bound_s"], glb_demand_Bps=pw["glb_demand_Bps"])
         except InfeasibleError as err:
-            ref.update(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
+            best = dict(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
         b = paper_baseline(m, chip, cluster, spec.global_batch, spec.paper_plan_runtime)
         ev = b.evaluation
-        ref.update(paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
-                   paper_plan=b.plan.describe() if b.plan is not None else b.reason,
-                   paper_fits=b.fits, paper_reason=b.reason)
-        out.append(ref)
+        out.append(ReferenceRow(model=m.name, area_mm2=float(area_mm2(chip)), hbm_gib=chip.hbm_bytes / GiB,
+                                chip_name=chip.name, **chip_facts(chip), **best,
+                                paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
+                                paper_plan=b.plan.describe() if b.plan is not None else b.reason,
+                                paper_fits=b.fits, paper_reason=b.reason))
     return out
 
 
-def pareto_front(rows: list[dict]) -> list[dict]:
+def pareto_front(rows: list[ChipRow]) -> list[ChipRow]:
     """Rows no smaller-or-equal-area row beats in score."""
     out, best = [], -np.inf
-    for row in sorted(rows, key=lambda r: (r["area_mm2"], -r["score"], r["hbm_gib"], r["chip"])):
-        if row["score"] > best:
+    for row in sorted(rows, key=lambda r: (r.area_mm2, -r.score, r.hbm_gib, r.chip)):
+        if row.score > best:
             out.append(row)
-            best = row["score"]
+            best = row.score
     return out
 
 
@@ -189,6 +171,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     finished = False
     try:
         refs = store.get_meta("references")
+        refs = None if refs is None else list(reference_rows(refs))
         refs_job = None
         if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
             prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
@@ -204,8 +187,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         prog.done()
         if refs_job is not None:
             refs = refs_job.result()
-            store.put_meta("references", refs)
-        ref_tput = [r["best_seq_per_s"] or 1.0 for r in refs]
+            store.put_meta("references", [r.to_dict() for r in refs])
+        ref_tput = [r.best_seq_per_s or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
                             weights)
         prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
@@ -231,38 +214,38 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 counts["per_model"][m.name] = bb_k.counts()
                 top = sub.rows(top=1)
                 if top:
-                    per_model.append({"model": m.name, **top[0]})
+                    per_model.append(replace(ChipRow.from_dict(top[0]), model=m.name))
         if own:
             executor.shutdown(wait=True)
         finished = True
-        rows = store.rows(status="exact")
+        rows = list(chip_rows(store.rows(status="exact")))
         front = pareto_front(rows)
         if rows:
-            g = rows[0]["hbm_gib"]
+            g = rows[0].hbm_gib
             if g != spec.space.reference.hbm_bytes / GiB and any(
-                    (r.get("at_best_hbm") or {}).get("hbm_gib") != g for r in refs):
+                    (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in refs):
                 prog.note(f"the TPUv4-like reference at the best chip's HBM ({g} GiB)")
                 refs = reference_at_hbm(spec, cluster, refs, g)
-                store.put_meta("references", refs)
+                store.put_meta("references", [r.to_dict() for r in refs])
             prog.note("explaining the answer: power and what bounds each reported chip's time")
             rows[0] = _explain(rows[0], spec, cands, cluster)
-            front = [rows[0] if r["chip"] == rows[0]["chip"] and r["hbm_gib"] == rows[0]["hbm_gib"]
+            front = [rows[0] if (r.chip, r.hbm_gib) == (rows[0].chip, rows[0].hbm_gib)
                      else _explain(r, spec, cands, cluster) for r in front]
-            per_model = [_explain(r, replace(spec, models=tuple(m for m in spec.models if m.name == r["model"])),
+            per_model = [_explain(r, replace(spec, models=tuple(m for m in spec.models if m.name == r.model)),
                                   cands, cluster) for r in per_model]
-            store.put_meta("explained", {"best": rows[0], "pareto": front, "per_model": per_model})
+            store.put_meta("explained", {"best": rows[0].to_dict(), "pareto": [r.to_dict() for r in front],
+                                         "per_model": [r.to_dict() for r in per_model]})
     finally:
         if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
         prog.close()
         store.close()
-    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, refs, front,
-                        time.perf_counter() - t0, per_model)
+    return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, tuple(refs),
+                        tuple(front), time.perf_counter() - t0, tuple(per_model))
 
 
-def _explain(row: dict, spec: SearchSpec, cands, cluster) -> dict:
+def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     from phaze.search.explain import enrich_row
 
-    acc = replace(cands.arch.accelerator(int(row["chip"])), hbm_bytes=int(row["hbm_gib"]) * GiB,
-                  name=f"cand{row['chip']}")
+    acc = replace(cands.arch.accelerator(int(row.chip)), hbm_bytes=int(row.hbm_gib) * GiB, name=f"cand{row.chip}")
     return enrich_row(row, acc, spec, cluster)
