@@ -46,7 +46,9 @@ def search_tables(res) -> list:
         ("candidates (chips x HBM sizes)", f"{c['candidates']} ({c['chips']} x {c['hbm_sizes']})"),
         ("evaluated exactly", c["exact"]), ("bounded out after a per-chip plan bound", c["bounded"]),
         ("pruned by the vectorized bound", c["pruned"]), ("infeasible", c["infeasible"]),
-        ("layer schedules solved (not proven optimal)", f"{c['schedules_solved']} ({c['schedules_not_optimal']})"),
+        ("layer schedules solved (not proven optimal)",
+         f"{c['schedules_solved']} ({c['schedules_not_optimal']})" if "schedules_solved" in c
+         else "not recorded in the store (a live search reports it)"),
         ("wall time", si(res.wall_time_s, "s")), ("store", res.store)]))
     b = res.best
     if b is None:
