@@ -338,3 +338,31 @@ class PlanResult:
         return {"best": self.best.to_dict(), "alternatives": [a.to_dict() for a in self.alternatives],
                 "baselines": [base(b) for b in self.baselines],
                 "stats": asdict(self.stats) if self.stats else None}
+
+
+def layout_blocks(layout: str, num_blocks: int, virtual_stages: int) -> list[int]:
+    """Blocks per virtual stage of a Megatron-Core ``--pipeline-model-parallel-layout`` string: virtual stages
+    separated by "|", each a run of "E" (the embedding, first stage only), "t" (a transformer block), "m" (a
+    multi-token-prediction module, charged to the head), "L" (the loss, last stage only); "(tt|)*30" repeats a
+    group. The blocks must add up to ``num_blocks`` and the stages to ``virtual_stages``."""
+    import re
+
+    text = layout.replace(" ", "")
+    while True:  # expand (group)*n, innermost first
+        m = re.search(r"\(([^()]*)\)\*(\d+)", text)
+        if not m:
+            break
+        text = text[:m.start()] + m.group(1) * int(m.group(2)) + text[m.end():]
+    stages = [s for s in text.split("|")]
+    if stages and stages[-1] == "":
+        stages = stages[:-1]
+    if any(set(s) - set("EtmL") for s in stages):
+        raise ConfigError(f"pipeline layout {layout!r}: use E, t, m, L, '|', and (group)*n")
+    if len(stages) != virtual_stages:
+        raise ConfigError(f"pipeline layout {layout!r} has {len(stages)} virtual stages, the plan {virtual_stages}")
+    if "E" in "".join(stages[1:]) or "L" in "".join(stages[:-1]):
+        raise ConfigError(f"pipeline layout {layout!r}: E belongs to the first virtual stage, L to the last")
+    blocks = [s.count("t") for s in stages]
+    if sum(blocks) != num_blocks:
+        raise ConfigError(f"pipeline layout {layout!r} places {sum(blocks)} blocks, the model has {num_blocks}")
+    return blocks

@@ -75,7 +75,7 @@ def run_model(run: dict):
 
 def run_runtime(run: dict):
     """The run's runtime: flash attention, its precision (any FP8 recipe as fp8), overlaps, the MoE dispatcher,
-    routing (forced balance: balanced) and all-to-all overlap."""
+    routing (forced balance: balanced), all-to-all overlap and the modules selective recompute re-runs."""
     from phaze.workload.runtime import Runtime
 
     if run["dispatcher"] not in DISPATCHERS:
@@ -84,19 +84,37 @@ def run_runtime(run: dict):
                    tp_overlap=bool(run["tp_comm_overlap"]) and run["tp"] > 1,
                    dp_overlap=bool(run["overlap_grad_reduce"]), moe_dispatcher=DISPATCHERS[run["dispatcher"]],
                    moe_routing="balanced" if run["routing"].startswith("forced") else "dropless",
-                   moe_a2a_overlap=bool(run["moe_a2a_overlap"]))
+                   moe_a2a_overlap=bool(run["moe_a2a_overlap"]),
+                   recompute_modules=tuple(run.get("recompute_modules") or ("core_attn",)))
+
+
+# The pipeline layouts the runs used where they are not an even split (Megatron-Core's
+# --pipeline-model-parallel-layout), as each run's "assumptions" quote them from its recipe
+RUN_LAYOUTS = {
+    # "pipeline layout 'Et|(tt|)*30mL'" (Megatron-Bridge deepseek_v3 perf recipe, h100, 1,024 GPUs)
+    "MB 25.09 DeepSeek-V3 671B H100 (1024 GPUs)": "Et|(tt|)*30mL",
+    # account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split: 94 layers + embedding +
+    # loss = 96 units over 32 virtual stages of 3 (Megatron-Bridge v0.2.0 Qwen3-235B recipe)
+    "MB 25.11 Qwen3-235B-A22B H100 FP8-CS (256 GPUs)": "Ett|(ttt|)*30ttL",
+}
 
 
 def run_plan(run: dict, model):
     from phaze.placement import Plan
+    from phaze.placement.plan import layout_blocks, plan_from_blocks
     from phaze.placement.recompute import Recompute
 
     sp = bool(run["sequence_parallel"]) and run["tp"] > 1
-    return Plan.balanced(model.num_layers, run["pp"], run["tp"], run["dp"], run["mbs"],
-                         run["global_batch"] // (run["mbs"] * run["dp"]), interleave=run["interleave"] or 1,
-                         recompute=Recompute.uniform(run["recompute"] or "none"), sequence_parallel=sp,
-                         zero1=run["zero1"] is not False, cp=run["cp"] or 1, runtime=run_runtime(run),
-                         ep=run["ep"], etp=run["etp"] or 1)
+    v = run["interleave"] or 1
+    kw = dict(tp=run["tp"], dp=run["dp"], microbatch_size=run["mbs"],
+              num_microbatches=run["global_batch"] // (run["mbs"] * run["dp"]),
+              recompute=Recompute.uniform(run["recompute"] or "none"), sequence_parallel=sp,
+              zero1=run["zero1"] is not False, cp=run["cp"] or 1, runtime=run_runtime(run), ep=run["ep"],
+              etp=run["etp"] or 1)
+    layout = RUN_LAYOUTS.get(run["case"])
+    if layout:
+        return plan_from_blocks(layout_blocks(layout, model.num_layers, run["pp"] * v), interleave=v, **kw)
+    return Plan.balanced(model.num_layers, run["pp"], interleave=v, **kw)
 
 
 def validate_moe(progress=None) -> MoeReport:

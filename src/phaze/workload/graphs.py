@@ -355,7 +355,9 @@ def layer_graph(model: ModelConfig, setting: TrainSetting, layer: str, direction
     if block and setting.recompute == "full":
         recompute = frozenset(range(len(nodes)))
     elif block and setting.recompute == "selective":
-        recompute = frozenset(i for i, n in enumerate(nodes) if n.op.name in SELECTIVE_OPS)
+        from phaze.workload.recompute_modules import recomputed_ops
+        ops = recomputed_ops(setting.runtime.recompute_modules)
+        recompute = frozenset(i for i, n in enumerate(nodes) if n.op.name in ops)
     if block and setting.attention == "flash":  # the flash backward recomputes S itself
         recompute = recompute | frozenset(i for i, n in enumerate(nodes) if n.op.name == FLASH_OPS[0])
     return accumulating_wgrads(backward(nodes, layer, setting.tp, setting.sequence_parallel and setting.tp > 1,

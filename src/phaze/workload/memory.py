@@ -295,7 +295,8 @@ def layer_memory(model: ModelConfig, setting: TrainSetting, layer: str, optimize
     terms = activation_terms(model, setting, layer)
     kept = total = sum(terms.values())
     if layer in ("block", "dense_block") and setting.recompute == "selective":
-        kept = total - sum(terms.get(k, 0) for k in ATTENTION_CORE)
+        from phaze.workload.recompute_modules import freed_terms
+        kept = total - sum(terms.get(k, 0) for k in freed_terms(setting.runtime.recompute_modules))
     elif layer in ("block", "dense_block") and setting.recompute == "full":
         kept = terms["norm1.input"]  # only the layer input (Korthikanti et al. 2022, sec. 4.3: 2sbh)
     sl = setting.local_seq_len // t if setting.sequence_parallel and t > 1 else setting.local_seq_len

@@ -19,6 +19,10 @@ from phaze.workload.config import (ATTENTION_KINDS, DEFAULT_GRAD_DTYPE, DEFAULT_
                                    OPTIMIZER_STATES, PRECISIONS, RECOMPUTE_MODES)
 
 OPTIMIZERS: tuple[str, ...] = ("adam", "sgd")
+# What "selective" recompute re-runs (Megatron-Core --recompute-modules with --recompute-granularity selective;
+# its default is core_attn): the attention core, the norms, MLA's up projections, a dense block's MLP, an MoE
+# block's expert activation, or its shared experts (phaze.workload.recompute_modules has each module's ops)
+RECOMPUTE_MODULES: tuple[str, ...] = ("core_attn", "layernorm", "mla_up_proj", "mlp", "moe_act", "shared_experts")
 # How an MoE layer moves tokens to its experts (Megatron-Core --moe-token-dispatcher-type): an all-to-all over
 # the EP group, an all-gather of every token, or DeepEP's fused kernels (the "flex" dispatcher with DeepEP)
 MOE_DISPATCHERS: tuple[str, ...] = ("alltoall", "allgather", "deepep")
@@ -68,6 +72,7 @@ class Runtime:
     moe_dispatcher: str = "alltoall"
     moe_routing: str = "dropless"
     moe_a2a_overlap: bool = False
+    recompute_modules: tuple[str, ...] = ("core_attn",)
 
     def __post_init__(self) -> None:
         choices = (("attention", ATTENTION_KINDS), ("precision", PRECISIONS), ("grad_dtype", GRAD_DTYPES),
@@ -80,6 +85,13 @@ class Runtime:
             raise ConfigError(f"--moe-dispatcher: unknown value {self.moe_dispatcher!r}; use one of "
                               f"{', '.join(MOE_DISPATCHERS)}")
         self.moe_capacity_factor  # noqa: B018 (checks moe_routing)
+        mods = self.recompute_modules
+        mods = tuple(dict.fromkeys((mods,) if isinstance(mods, str) else mods))
+        bad = [m for m in mods if m not in RECOMPUTE_MODULES]
+        if bad or not mods:
+            raise ConfigError(f"--recompute-modules: unknown module {bad[0] if bad else '(none given)'!r}; use some "
+                              f"of {', '.join(RECOMPUTE_MODULES)}")
+        object.__setattr__(self, "recompute_modules", mods)
         for name in ("tp_overlap", "dp_overlap", "deterministic", "grad_accum_fusion", "moe_a2a_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
