@@ -64,3 +64,25 @@ def test_cli_json(cli):
 def test_goal(report):
     g = goal("moe_dev")
     assert g.met(report.time_mean_abs_pct, report.time_max_abs_pct) and all(r.fits for r in report.runs)
+
+
+def test_where_the_time_goes_shows_the_all_to_all_and_the_imbalance():
+    """The report's breakdown of an MoE plan names its exposed all-to-all and its routing imbalance, and still
+    adds up to the iteration; balanced routing has no imbalance, dropless some."""
+    from dataclasses import replace
+
+    from phaze.hardware.presets import get_accelerator, get_cluster
+    from phaze.placement import evaluate
+    from phaze.report.details import iteration_parts
+
+    run = {r["case"]: r for r in load_runs()["runs"]}["Megatron-Core v0.9 Mixtral 8x7B H100 BF16 (64 GPUs)"]
+    model = run_model(run)
+    plan = run_plan(run, model)
+    acc, cluster = get_accelerator("h100-80g"), get_cluster("dgx-h100", 64)
+    for routing, has_imbalance in (("dropless", True), ("balanced", False)):
+        p = replace(plan, runtime=plan.runtime.with_(moe_routing=routing))
+        ev = evaluate(p, model, acc, cluster, run["global_batch"]).to_dict()
+        parts = dict(iteration_parts(ev))
+        assert sum(parts.values()) == pytest.approx(ev["iteration_time_s"], rel=1e-9)
+        assert parts["MoE all-to-all, exposed (bottleneck stage)"] > 0
+        assert (parts.get("MoE routing imbalance (bottleneck stage)", 0.0) > 0) == has_imbalance

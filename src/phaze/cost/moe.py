@@ -108,3 +108,13 @@ def a2a_exposed_s(graph, lat: list[float]) -> list[float]:
     for i in idx:
         out[i] = lat[i] / a2a * exposed if a2a > 0 else 0.0
     return out
+
+
+def moe_time_parts_s(graph, lat: list[float], load_factor: float) -> tuple[float, float]:
+    """(all-to-all seconds, routing-imbalance seconds) of an MoE block's ``graph`` with op times ``lat`` (after
+    any overlap): the EP dispatch/combine, and the busiest EP rank's time beyond the mean rank's on the work that
+    scales with its load (its experts and its all-to-alls): (1 - 1 / load_factor) of it."""
+    a2a = sum(t for op, t in zip(graph.ops, lat) if getattr(op, "group", "tp") == "ep")
+    experts = sum(t for op, t in zip(graph.ops, lat) if op.name.split(".")[-1].startswith("expert_")
+                  or op.name.startswith(("expert_", "recompute.expert_")))
+    return a2a, (1.0 - 1.0 / load_factor) * (experts + a2a) if load_factor > 1 else 0.0

@@ -51,6 +51,10 @@ class LayerCost:
     # ZeRO-1 shards optimizer_bytes x zero1_scale over the d x cp ranks (an MoE block's experts are sharded over
     # their expert-data-parallel group: ``phaze.workload.memory.LayerMemory.zero1_scale``)
     zero1_scale: float = 1.0
+    # of fwd_s + bwd_s, an MoE block's exposed dispatch/combine and the busiest EP rank's extra time (reported in
+    # "where the iteration time goes"; 0 for dense layers)
+    moe_a2a_s: float = 0.0
+    moe_imbalance_s: float = 0.0
 
     @property
     def zero1_optimizer_bytes(self) -> float:
@@ -127,11 +131,12 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
         raise ConfigError(f"deterministic mode is PyTorch's on a GPU (the sequential time model); {accelerator.name} "
                           f"is costed with the {tm} model, which has no framework allocations to fill")
     moe = getattr(model, "is_moe", False)
-    if moe and tm != "sequential":
-        raise ConfigError(f"{model.name} is an MoE model: its blocks are costed on GPUs only so far (the sequential "
-                          f"time model); {accelerator.name} needs the scheduled one, which has no MoE dispatch yet")
-    if moe and moe_net is None:
-        raise ConfigError("an MoE model needs the network of its expert-parallel group (moe_net)")
+    expert_groups = moe and (setting.ep > 1 or setting.etp > 1)
+    if expert_groups and tm != "sequential":
+        raise ConfigError(f"{model.name}: expert parallelism is costed on GPUs only so far (the sequential time "
+                          f"model); on {accelerator.name} (scheduled per-layer) use --ep 1 --etp 1")
+    if expert_groups and moe_net is None:
+        raise ConfigError("an MoE model with expert parallelism needs the network of its expert groups (moe_net)")
     key = (model, accelerator, setting, tier, tm, optimizer, cp_tier, moe_net)
     hit = _CACHE.get(key)
     if hit is not None:
@@ -161,7 +166,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
                 deterministic=setting.deterministic, tensors=weight_grads[kind]))
             for kind in LAYER_KINDS})
     if moe:
-        from phaze.placement.moe_costs import moe_layer_costs
+        from phaze.placement.moe_costs import moe_layer_costs, moe_time_parts
+        if tm == "sequential":
+            out = replace(out, block=replace(out.block, **moe_time_parts(model, setting, accelerator, tier, moe_net)))
         out = moe_layer_costs(model, setting, out, times, optimizer, accelerator, weight_grads)
     _CACHE[key] = out
     return out

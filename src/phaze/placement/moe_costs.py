@@ -25,6 +25,27 @@ def moe_network(cluster: Cluster, setting) -> MoeNetwork:
     return MoeNetwork(ep, etp, rt.moe_a2a_overlap)
 
 
+def moe_time_parts(model, setting, accelerator, tier, moe_net) -> dict:
+    """The MoE block's all-to-all and routing-imbalance seconds per microbatch, forward + backward
+    (``phaze.cost.moe.moe_time_parts_s``), as LayerCost fields."""
+    from phaze.cost.gpu_layer import gpu_op_latencies_s
+    from phaze.cost.moe import a2a_exposed_s, moe_time_parts_s
+    from phaze.workload.graphs import layer_graph
+    from phaze.workload.moe import busiest_rank_factor
+
+    rt = setting.runtime
+    load = busiest_rank_factor(model.num_experts, setting.ep, rt.moe_routing, rt.moe_capacity_factor)
+    a2a = imbalance = 0.0
+    for direction in ("fwd", "bwd"):
+        g = layer_graph(model, setting, "block", direction)
+        lat = gpu_op_latencies_s(g, accelerator, tier, moe_net)
+        if moe_net is not None and moe_net.overlap:
+            lat = a2a_exposed_s(g, lat)
+        x, y = moe_time_parts_s(g, lat, load)
+        a2a, imbalance = a2a + x, imbalance + y
+    return {"moe_a2a_s": a2a, "moe_imbalance_s": imbalance}
+
+
 def _blend(a, b, wa: float):
     """The per-block mean of ``wa`` blocks like ``a`` and 1 - wa like ``b``."""
     wb = 1.0 - wa
@@ -34,6 +55,7 @@ def _blend(a, b, wa: float):
     return replace(a, fwd_s=mix("fwd_s"), bwd_s=mix("bwd_s"), params=round(mix("params")),
                    weight_bytes=mix("weight_bytes"), grad_bytes=mix("grad_bytes"), optimizer_bytes=opt,
                    activation_bytes=mix("activation_bytes"), working_bytes=max(a.working_bytes, b.working_bytes),
+                   moe_a2a_s=mix("moe_a2a_s"), moe_imbalance_s=mix("moe_imbalance_s"),
                    zero1_scale=zero1 / opt if opt else 1.0)
 
 
@@ -41,6 +63,8 @@ def _with_mtp(head, block, n: int):
     """The head with ``n`` multi-token-prediction modules: each one MoE block, the head's work again (its norm,
     the shared LM head, the loss), and its projection (charged as the block's; 2 h^2 of 30 h^2-scale weights)."""
     return replace(head, fwd_s=head.fwd_s + n * (block.fwd_s + head.fwd_s),
+                   moe_a2a_s=head.moe_a2a_s + n * block.moe_a2a_s,
+                   moe_imbalance_s=head.moe_imbalance_s + n * block.moe_imbalance_s,
                    bwd_s=head.bwd_s + n * (block.bwd_s + head.bwd_s),
                    params=head.params + n * block.params, weight_bytes=head.weight_bytes + n * block.weight_bytes,
                    grad_bytes=head.grad_bytes + n * block.grad_bytes,

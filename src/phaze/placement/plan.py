@@ -241,6 +241,8 @@ class StageBreakdown:
     # (stage.sync_interference)
     dp_exposed_s: float
     optimizer_step_s: float
+    moe_a2a_s: float = 0.0  # of fwd_s + bwd_s: an MoE model's exposed dispatch/combine
+    moe_imbalance_s: float = 0.0  # of fwd_s + bwd_s: the busiest EP rank's time beyond the mean's
 
 
 @dataclass(frozen=True)

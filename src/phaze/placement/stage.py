@@ -33,6 +33,8 @@ class StageSums:
     activation_bytes: object
     working_bytes: object
     zero1_optimizer_bytes: object = None  # what ZeRO-1 divides over the d x cp ranks (None: optimizer_bytes)
+    moe_a2a_s: object = 0.0  # of fwd_s + bwd_s: MoE dispatch/combine (exposed) and routing imbalance
+    moe_imbalance_s: object = 0.0
 
     def optimizer_shard_bytes(self, dp: int, zero1: bool):
         """Optimizer state on one device: all of it, or with ZeRO-1 its 1/d shard (an MoE block's experts
@@ -57,6 +59,8 @@ def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
         activation_bytes=e * E.activation_bytes + nb * B.activation_bytes + h * H.activation_bytes,
         working_bytes=np.maximum(np.maximum(e * E.working_bytes, np.where(nbp, B.working_bytes, 0.0)),
                                  h * H.working_bytes),
+        moe_a2a_s=e * E.moe_a2a_s + nb * B.moe_a2a_s + h * H.moe_a2a_s,
+        moe_imbalance_s=e * E.moe_imbalance_s + nb * B.moe_imbalance_s + h * H.moe_imbalance_s,
         zero1_optimizer_bytes=(None if B.zero1_scale == 1.0 else
                                e * E.zero1_optimizer_bytes + nb * B.zero1_optimizer_bytes + h * H.zero1_optimizer_bytes),
     )

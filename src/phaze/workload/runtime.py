@@ -196,7 +196,7 @@ class PlanSpace:
     # expert parallelism and expert tensor parallelism (MoE models; ignored by dense ones). None: every power
     # of two dividing the experts (ep) or the experts' FFN width up to the widest TP (etp) that the devices take
     ep_values: tuple[int, ...] | None = None
-    etp_values: tuple[int, ...] | None = (1,)
+    etp_values: tuple[int, ...] | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
