@@ -87,11 +87,13 @@ class SearchSpec:
         recompute mode per plan) over this search's microbatch sizes, tensor-parallel widths and recompute
         modes."""
         return PAPER_PLAN_SPACE.with_(microbatch_sizes=self.microbatch_sizes, recompute_modes=self.recompute_modes,
-                                      tp_values=self.tp_values)
+                                      tp_values=self.tp_values, ep_values=(1,), etp_values=(1,),
+                                      sequence_parallel=(False, True) if any(getattr(m, "is_moe", False) for m in self.models)
+                                      else (False,))
 
     def settings(self, model: ModelConfig) -> tuple[TrainSetting, ...]:
-        """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism,
-        as in the paper)."""
+        """Every (microbatch, t, recompute) this search costs for ``model`` (no sequence parallelism, as in the
+        paper, except an MoE model's TP widths, which need it; no expert parallelism: EP is costed on GPUs only)."""
         tps = self.tp_values or tuple(t for t in (1, 2, 4, 8, 16, 32, 64) if t <= model.max_tp)
         out = []
         for t in tps:
@@ -101,8 +103,10 @@ class SearchSpec:
                 if self.global_batch % mbs:
                     continue
                 for rc in self.recompute_modes:
+                    # an MoE model's layer needs sequence parallelism with TP (Megatron-Core); dense: none (the paper)
+                    sp = t > 1 and getattr(model, "is_moe", False)
                     out.append(TrainSetting(microbatch_size=mbs, seq_len=model.seq_len, tp=t, recompute=rc,
-                                            runtime=self.runtime))
+                                            sequence_parallel=sp, runtime=self.runtime))
         if not out:
             raise ConfigError(f"no valid (microbatch, tp) for {model.name}: check --tp (max {model.max_tp}) and "
                               f"that --mbs values divide --global-batch {self.global_batch}")
