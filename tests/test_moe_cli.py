@@ -149,3 +149,9 @@ def test_show_model_prints_the_mla_ranks(cli, tmp_path):
     code, out, err = cli("show-model", f"hf:{p}", "--seq", "1024")
     assert code == 0, err
     assert "671,026,404,352" in out and "MLA kv LoRA rank" in out and "512" in out
+
+
+def test_check_torch_refuses_an_moe_model_in_one_line(cli, moe_file):
+    pytest.importorskip("transformers")
+    code, out, err = cli("show-model", moe_file, "--check-torch")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Mixture-of-Experts" in err
