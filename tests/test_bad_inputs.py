@@ -75,6 +75,14 @@ def inputs(tmp_path_factory) -> Path:
                                              "num_hidden_layers": 2, "vocab_size": 100,
                                              "max_position_embeddings": 16}))
     (d / "cfg.json").write_text((d / "hfok.json").read_text().replace('"hidden_size": 64', f'"hidden_size": {HUGE}'))
+    moe = dict(MODEL, norm="rmsnorm", mlp="swiglu", position="rotary", bias="false", num_experts=8,
+               experts_per_token=2, moe_ffn=64)
+    (d / "moe.yaml").write_text(_yaml(moe))
+    mixtral = {"model_type": "mixtral", "architectures": ["MixtralForCausalLM"], "hidden_size": 64,
+               "intermediate_size": 128, "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 2,
+               "vocab_size": 100, "max_position_embeddings": 64, "num_local_experts": 4}
+    (d / "hf_topk.json").write_text(json.dumps(dict(mixtral, num_experts_per_tok=5)))
+    (d / "hf_noexperts.json").write_text(json.dumps(dict(mixtral, num_local_experts=0, num_experts_per_tok=1)))
     (d / "notphaze.db").write_bytes(b"")
     con = sqlite3.connect(d / "notphaze.db")
     con.execute("CREATE TABLE t (x)")
@@ -108,8 +116,45 @@ SEARCH = ("search", *M)
 EST = ("estimate", *M, *A)
 SCHED = ("schedule", *M, *A, "--layer", "embedding")
 
+MOE = ("--model", "{in}/moe.yaml", "--accelerator", "h100-80g")
+MOE_PLAN = ("plan", *MOE, "--devices", "8", "--global-batch", "16")
+MOE_EVAL = ("evaluate", *MOE, "--devices", "8", "--global-batch", "16", "--tp", "1", "--pp", "1", "--dp", "8",
+            "--mbs", "1")
+
 # (case id, argv with {in} for the inputs folder, a piece of the expected message)
 CASES = [
+    # --- Mixture-of-Experts inputs (issue 33) ---
+    ("moe-eval-ep-not-dividing-experts", (*MOE_EVAL, "--ep", "3"), "must divide the 8 experts"),
+    ("moe-eval-ep-not-dividing-group", (*MOE_EVAL[:-8], "--tp", "1", "--pp", "1", "--dp", "6", "--mbs", "1", "--ep",
+                                        "4"), "must divide tp x cp x dp = 6"),
+    ("moe-eval-ep-etp-above-group", (*MOE_EVAL[:-8], "--tp", "1", "--pp", "2", "--dp", "4", "--mbs", "1", "--ep",
+                                     "4", "--etp", "2"), "larger than the tp x cp x dp = 4"),
+    ("moe-eval-etp-not-dividing-ffn", (*MOE_EVAL, "--etp", "3"), "--etp 3 must divide"),
+    ("moe-eval-ep-zero", (*MOE_EVAL, "--ep", "0"), "--ep"),
+    ("moe-eval-ep-huge", (*MOE_EVAL, "--ep", HUGE), "--ep"),
+    ("moe-plan-ep-not-dividing-experts", (*MOE_PLAN, "--ep", "1,16"), "--ep 16 must divide the 8 experts"),
+    ("moe-plan-ep-not-dividing-devices", ("plan", *MOE, "--devices", "12", "--global-batch", "12", "--ep", "8"),
+     "must divide the 12 devices"),
+    ("moe-plan-ep-etp-above-devices", (*MOE_PLAN, "--ep", "8", "--etp", "2"), "larger than the 8 devices"),
+    ("moe-plan-etp-not-dividing-ffn", (*MOE_PLAN, "--etp", "1,3"), "--etp 3 must divide"),
+    ("moe-plan-ep-zero", (*MOE_PLAN, "--ep", "0"), "positive"),
+    ("moe-capacity-zero", (*MOE_EVAL, "--moe-routing", "capacity:0"), "F > 0"),
+    ("moe-capacity-negative", (*MOE_PLAN, "--moe-routing", "capacity:-1.5"), "F > 0"),
+    ("moe-capacity-not-a-number", (*MOE_EVAL, "--moe-routing", "capacity:lots"), "F > 0"),
+    ("moe-capacity-nan", (*MOE_EVAL, "--moe-routing", "capacity:nan"), "F > 0"),
+    ("moe-routing-unknown", (*MOE_PLAN, "--moe-routing", "greedy"), "--moe-routing"),
+    ("moe-dispatcher-unknown", (*MOE_PLAN, "--moe-dispatcher", "nccl"), "invalid choice"),
+    ("dense-moe-routing", (*EVAL, "--moe-routing", "balanced"), "gpt2-xl is a dense model (no experts); drop --moe-routing"),
+    ("dense-moe-dispatcher", (*PLAN, "--moe-dispatcher", "deepep"), "drop --moe-dispatcher"),
+    ("dense-moe-a2a-overlap", (*PLAN, "--moe-a2a-overlap"), "drop --moe-a2a-overlap"),
+    ("dense-ep", (*EVAL, "--ep", "2"), "is a dense model (no experts); drop --ep"),
+    ("dense-etp-plan", (*PLAN, "--etp", "1,2"), "drop --etp"),
+    ("hf-topk-above-experts", ("show-model", "hf:{in}/hf_topk.json"), "'num_experts_per_tok' = 5"),
+    ("hf-topk-above-experts-plan", ("plan", "--model", "hf:{in}/hf_topk.json", *A, "--devices", "8",
+                                    "--global-batch", "8"), "num_experts_per_tok"),
+    ("hf-no-experts", ("import-model", "{in}/hf_noexperts.json"), "'num_local_experts' = 0"),
+    ("search-seq-zero", (*SEARCH, "--seq", "0"), "--seq"),
+    ("search-seq-above-learned-positions", (*SEARCH, "--seq", "4096"), "learned positions"),
     # --- hangs in the panel: alias bombs and huge device/batch counts ---
     ("bomb-model", ("show-model", "{in}/bomb.yaml"), "aliases"),
     ("bomb-chip", (*EST[:3], "--accelerator", "{in}/bomb.yaml"), "aliases"),
@@ -335,6 +380,9 @@ REPRODUCE_CASES = [
     ("reproduce-samples-huge", ("reproduce", "--models", "gpt2-xl", "--samples", HUGE), "--samples"),
     ("reproduce-workers-zero", ("reproduce", "--models", "gpt2-xl", "--workers", "0"), "--workers"),
     ("reproduce-unknown-model", ("reproduce", "--models", "gpt9"), "gpt9"),
+    ("reproduce-seq-zero", ("reproduce", "--models", "gpt2-xl", "--seq", "0"), "--seq"),
+    ("reproduce-seq-above-learned-positions", ("reproduce", "--models", "gpt2-xl", "--seq", "4096"),
+     "learned positions"),
     ("reproduce-resume-junk", ("reproduce", "--models", "gpt2-xl", "--resume", "--store", "{in}/junk.db"), "store"),
     ("reproduce-resume-search-store", ("reproduce", "--models", "gpt2-xl", "--resume", "--store", "{in}/full.db"),
      "holds a `phaze search` run, not a `phaze reproduce` one"),

@@ -44,6 +44,8 @@ RANGES: dict[str, Range] = {
     "pp": Range(1, 64 * _K, "pipeline stages are at most the layers (2^16)"),
     "dp": Range(1, _M, "data-parallel replicas are at most the devices"),
     "cp": Range(1, _K, "context-parallel ranks split one sequence; at most the tensor-parallel bound"),
+    "ep": Range(1, 64 * _K, "expert-parallel ranks split the experts; at most the experts (2^16)"),
+    "etp": Range(1, _K, "expert tensor parallelism splits one expert's FFN; at most the tensor-parallel bound"),
     "interleave": Range(1, _K, "virtual stages per device are at most the layers per device"),
     "top": Range(1, 100_000, "rows to print"),
     "workers": Range(1, _K, "worker processes on one machine"),

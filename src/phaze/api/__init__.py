@@ -17,7 +17,7 @@ from phaze.api.validate import validate, validate_chip, validate_chip_energy, va
 from phaze.api.workload import (ModelSummary, ZooEntry, check_torch, import_model, make_setting, model_file_text,
                                 models, show_model)
 from phaze.workload.config import GRAD_DTYPES, LAYER_KINDS, OPTIMIZER_STATES
-from phaze.workload.runtime import PAPER_PLAN_SPACE, PAPER_RUNTIME, PlanSpace, Runtime
+from phaze.workload.runtime import MOE_DISPATCHERS, PAPER_PLAN_SPACE, PAPER_RUNTIME, PlanSpace, Runtime
 
 __all__ = [
     "Estimate", "LayerSchedule", "OpEstimate", "arch", "chip_file", "estimate", "schedule_layers",
@@ -26,5 +26,5 @@ __all__ = [
     "resolve_cluster", "resolve_model", "exact_rows", "load_search", "reproduce", "results", "search",
     "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",
     "validate_chip_energy", "validate_moe", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
-    "model_file_text", "models", "show_model", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime", "GRAD_DTYPES", "LAYER_KINDS", "OPTIMIZER_STATES",
+    "model_file_text", "models", "show_model", "MOE_DISPATCHERS", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime", "GRAD_DTYPES", "LAYER_KINDS", "OPTIMIZER_STATES",
 ]

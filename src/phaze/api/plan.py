@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phaze.api.resolve import check_ranges, check_runtime, resolve_accelerator, resolve_cluster, resolve_model
+from phaze.api.resolve import (check_moe, check_ranges, check_runtime, resolve_accelerator, resolve_cluster,
+                                resolve_model)
 from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.accelerator import Accelerator
 from phaze.workload.config import ModelConfig
@@ -22,9 +23,11 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     from phaze.placement import optimize
 
     space = PlanSpace() if space is None else space
-    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=space.microbatch_sizes)
+    check_ranges(devices=devices, global_batch=global_batch, seq=seq_len, top=top_k, mbs=space.microbatch_sizes,
+                 ep=space.ep_values, etp=space.etp_values)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = check_runtime(runtime, acc)
+    check_moe(m, runtime, space.ep_values, space.etp_values, devices=devices)
     space.check(runtime, seq_len or m.seq_len)
     return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, runtime, space, devices=devices,
                     top_k=top_k, seq_len=seq_len)
@@ -33,7 +36,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
 @dataclass(frozen=True)
 class PlanShape:
     """One plan's shape for ``evaluate_plan``: widths, microbatch, interleaving, recompute (one mode, one per
-    pipeline stage as "full,none", or a ``Recompute``), sequence parallelism, ZeRO-1; stages balanced."""
+    pipeline stage as "full,none", or a ``Recompute``), sequence parallelism, ZeRO-1; stages balanced. ``ep``,
+    ``etp``: expert parallelism and expert tensor parallelism of an MoE model (ep x etp divides tp x cp x dp)."""
 
     tp: int
     pp: int
@@ -44,6 +48,8 @@ class PlanShape:
     sequence_parallel: bool = False
     zero1: bool = False
     cp: int = 1
+    ep: int = 1
+    etp: int = 1
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -55,9 +61,10 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     recompute = Recompute.parse(shape.recompute, stages=shape.pp, what="--recompute")
     tp, pp, dp, mbs, cp = shape.tp, shape.pp, shape.dp, shape.mbs, shape.cp
     check_ranges(devices=devices, global_batch=global_batch, tp=tp, pp=pp, dp=dp, mbs=mbs,
-                 interleave=shape.interleave, seq=seq_len, cp=cp)
+                 interleave=shape.interleave, seq=seq_len, cp=cp, ep=shape.ep, etp=shape.etp)
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = check_runtime(runtime, acc)
+    check_moe(m, runtime, shape.ep, shape.etp, group=tp * cp * dp)
     sp = shape.sequence_parallel and tp > 1
     runtime.check_shape(tp=tp, sequence_parallel=sp, cp=cp, what="--cp: " if cp > 1 else "")
     if tp * pp * dp * cp > devices:
@@ -68,7 +75,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     if global_batch % (mbs * dp):
         raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
     p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=shape.interleave,
-                      recompute=recompute, sequence_parallel=sp, zero1=shape.zero1, cp=cp, runtime=runtime.for_shape(tp, sp))
+                      recompute=recompute, sequence_parallel=sp, zero1=shape.zero1, cp=cp, runtime=runtime.for_shape(tp, sp),
+                      ep=shape.ep, etp=shape.etp)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
 
 

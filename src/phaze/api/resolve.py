@@ -97,3 +97,62 @@ def check_runtime(runtime: Runtime | None, acc: Accelerator) -> Runtime:
         raise ConfigError(f"--precision fp8: {acc.name} has no FP8 tensor cores; use bf16 or fp16 (or a chip "
                           f"with fp8_matrix_factor > 0, e.g. h100-80g)")
     return runtime
+
+
+# the Runtime's MoE fields and the flags that set them (a dense model refuses any of them off its default)
+_MOE_FLAGS = (("moe_dispatcher", "--moe-dispatcher"), ("moe_routing", "--moe-routing"),
+              ("moe_a2a_overlap", "--moe-a2a-overlap"))
+
+
+def check_moe(model, runtime: Runtime, ep=(1,), etp=(1,), *, devices: int | None = None,
+              group: int | None = None, what: str = "") -> None:
+    """The MoE inputs against the model, one line each, before any work: a dense model takes no ``--moe-*``
+    flag and no ``--ep`` / ``--etp`` above 1; an MoE model's EP sizes divide its experts (and ``devices``), its
+    ETP sizes the experts' FFN, and EP x ETP fits in (``evaluate``: divides) the ``group`` of t x cp x d
+    devices the experts fold over. ``ep``, ``etp``: one size or the sizes a plan search may take."""
+    ep = (ep,) if isinstance(ep, int) else tuple(ep or ())
+    etp = (etp,) if isinstance(etp, int) else tuple(etp or ())
+    if not getattr(model, "is_moe", False):
+        flags = [flag for name, flag in _MOE_FLAGS if getattr(runtime, name) != getattr(Runtime(), name)]
+        flags += [flag for flag, vals in (("--ep", ep), ("--etp", etp)) if any(v > 1 for v in vals)]
+        if flags:
+            raise ConfigError(f"{model.name} is a dense model (no experts); drop {' and '.join(flags)}")
+        return
+    runtime.moe_capacity_factor  # noqa: B018 (a bad --moe-routing, one line)
+    e, f = model.num_experts, model.moe_ffn
+    for v in ep:
+        if e % v:
+            raise ConfigError(f"{what}--ep {v} must divide the {e} experts of {model.name}")
+        if devices is not None and devices % v:
+            raise ConfigError(f"{what}--ep {v} must divide the {devices} devices (--devices)")
+    for v in etp:
+        if f % v:
+            raise ConfigError(f"{what}--etp {v} must divide the experts' intermediate size {f} of {model.name}")
+    if ep and etp:
+        need = min(ep) * min(etp)
+        if group is not None and need > group:
+            raise ConfigError(f"{what}--ep {min(ep)} x --etp {min(etp)} = {need} is larger than the tp x cp x dp "
+                              f"= {group} devices the experts fold over")
+        if devices is not None and need > devices:
+            raise ConfigError(f"{what}--ep {min(ep)} x --etp {min(etp)} = {need} is larger than the {devices} "
+                              f"devices (--devices)")
+        if group is not None and len(ep) == len(etp) == 1 and group % need:
+            raise ConfigError(f"{what}--ep {ep[0]} x --etp {etp[0]} = {need} must divide tp x cp x dp = {group} "
+                              f"(the experts fold over the same devices)")
+
+
+def with_seq(model, seq_len: int | None, what: str = "--seq"):
+    """``model`` with its training sequence length replaced by ``seq_len`` (None: as it is), for the commands
+    that take the length from the model (search, reproduce). A learned-position model cannot grow past its
+    position table; a traced model was traced at its own length."""
+    from dataclasses import replace
+
+    if seq_len is None:
+        return model
+    check_ranges(seq=seq_len)
+    if not isinstance(model, ModelConfig):
+        raise ConfigError(f"{what} {seq_len}: {model.name} is a traced model, its sequence length is the trace's; "
+                          f"trace it again at that length")
+    if model.position == "learned" and seq_len > model.seq_len:
+        raise ConfigError(f"{what} {seq_len} exceeds the {model.seq_len} learned positions of {model.name}")
+    return replace(model, seq_len=seq_len)

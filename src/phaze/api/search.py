@@ -4,7 +4,7 @@
 tdp_w), given by name and checked once in ``search_spec``."""
 from __future__ import annotations
 
-from phaze.api.resolve import check_html_path, check_ranges, resolve_model
+from phaze.api.resolve import check_html_path, check_ranges, resolve_model, with_seq
 from phaze.errors import ConfigError, PhazeError, StoreError
 from phaze.workload.config import ModelConfig
 
@@ -14,14 +14,17 @@ SETTING_FIELDS = ("devices", "global_batch", "microbatch_sizes", "tp_values", "h
                   "pareto", "objective", "tdp_w")
 
 
-def search_spec(models, space: str = "default", budget_mm2: float | None = None, **setting):
+def search_spec(models, space: str = "default", budget_mm2: float | None = None, seq_len: int | None = None,
+                **setting):
     """The SearchSpec ``search`` runs (every input checked; no work done). ``setting``: ``SETTING_FIELDS`` by
-    name (defaults: ``SearchSpec``'s, the paper's setting)."""
+    name (defaults: ``SearchSpec``'s, the paper's setting). ``seq_len``: every model's training sequence length
+    replaced by it (default: each model's own)."""
     from phaze.errors import InfeasibleError
     from phaze.hardware.presets import get_cluster
     from phaze.hardware.space import enumerate_space, resolve_space
     from phaze.search import SearchSpec
 
+    check_ranges(seq=seq_len)
     unknown = sorted(set(setting) - set(SETTING_FIELDS))
     if unknown:
         raise ConfigError(f"search: unknown setting {', '.join(unknown)}; use {', '.join(SETTING_FIELDS)}")
@@ -31,7 +34,7 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
             setting[k] = tuple(setting[k])
     check_ranges(budget_mm2=budget_mm2, devices=setting.get("devices"), global_batch=setting.get("global_batch"))
     ds = resolve_space(space, budget_mm2)
-    spec = SearchSpec(models=tuple(resolve_model(m) for m in models), space=ds, space_name=str(space), **setting)
+    spec = SearchSpec(models=tuple(with_seq(resolve_model(m), seq_len) for m in models), space=ds, space_name=str(space), **setting)
     get_cluster(spec.cluster, spec.devices)  # an unknown cluster fails here, before any work
     cands = enumerate_space(ds)
     if len(cands) == 0:
@@ -78,11 +81,12 @@ def spotlight(model, space: str = "default", budget_mm2: float | None = None, *,
 
 def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = False, workers: int = 2, seed: int = 0,
               samples: int = 100, quiet: bool = False, out: str | None = None, html: str | None = None,
-              space: str = "default", budget_mm2: float | None = None, **setting):
+              space: str = "default", budget_mm2: float | None = None, seq_len: int | None = None, **setting):
     """The paper's comparison: for each model (default: the paper's 8), in the paper's setting, the co-search
     winner, the TPUv4-like chip and the Spotlight-style chip, each under its best plan and (the two fixed
     chips) the paper's plan. Resumable from ``store``; writes OUT.md/.csv/.json and ``html`` when given.
-    ``setting``: SearchSpec fields to change (devices, global_batch, hbm_gib, microbatch_sizes, ...)."""
+    ``setting``: SearchSpec fields to change (devices, global_batch, hbm_gib, microbatch_sizes, ...); ``seq_len``:
+    every model's training sequence length replaced by it (default: each model's own)."""
     from phaze.hardware.space import resolve_space
     from phaze.report.reproduce import check_output_prefix, write_outputs
     from phaze.search.reproduce import PAPER_MODELS, run_reproduce
@@ -92,7 +96,8 @@ def reproduce(models=None, store: str = "phaze-reproduce.db", resume: bool = Fal
         raise ConfigError(f"--models lists a model twice: {', '.join(map(str, names))}")
     _check_seed(seed)
     check_ranges(samples=samples, workers=workers)
-    resolved = [resolve_model(m) for m in names]
+    check_ranges(seq=seq_len)
+    resolved = [with_seq(resolve_model(m), seq_len) for m in names]
     if out:
         check_output_prefix(out)
     check_html_path(html)

@@ -36,24 +36,52 @@ class LayerSummary:
 
 @dataclass(frozen=True)
 class ModelSummary:
+    """``params``: the whole model; ``active_params``: what one token uses (an MoE model's routed experts
+    counted top-k times; = ``params`` for a dense model); ``moe``: an MoE model's experts as (field, value)
+    pairs (``moe_facts``), empty for a dense one."""
+
     model: ModelConfig
     setting: TrainSetting
     params: int
     train_flops_per_token: float
     layers: tuple[LayerSummary, ...]
+    active_params: int = 0
+    moe: tuple[tuple[str, object], ...] = ()
+
+
+def moe_facts(m) -> tuple[tuple[str, object], ...]:
+    """An MoE model's experts, top-k, expert FFN, shared experts, dense blocks and MLA ranks (when present), as
+    (field, value) pairs; () for a dense model."""
+    if not getattr(m, "is_moe", False):
+        return ()
+    facts = [("experts", m.num_experts), ("top-k", m.experts_per_token), ("expert FFN", m.moe_ffn),
+             ("router", m.router_scoring),
+             ("shared experts", f"{m.shared_experts} (FFN {m.shared_expert_ffn})" if m.shared_experts else 0),
+             ("MoE blocks", m.num_moe_layers), ("dense blocks", m.num_layers - m.num_moe_layers)]
+    if m.mla:
+        facts += [("MLA q LoRA rank", m.q_lora_rank), ("MLA kv LoRA rank", m.kv_lora_rank),
+                  ("MLA qk nope / rope / v head dims", f"{m.qk_nope_head_dim} / {m.qk_rope_head_dim} / "
+                                                      f"{m.v_head_dim}")]
+    if m.mtp_layers:
+        facts.append(("multi-token prediction layers", m.mtp_layers))
+    return tuple(facts)
 
 
 def show_model(model: str | ModelConfig, mbs: int = 1, seq: int | None = None, tp: int = 1,
                sequence_parallel: bool = False, recompute: str = "none") -> ModelSummary:
     """Parameters, training FLOPs per token, and each layer kind's ops and memory per device."""
     from phaze.workload.graphs import layer_graph
-    from phaze.workload.memory import layer_memory, param_count
+    from phaze.workload.memory import active_param_count, layer_memory, param_count
 
     m = resolve_model(model)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
     seq_counts = {k: m.layer_sequence().count(k) for k in LAYER_KINDS}
+    kinds = LAYER_KINDS
+    if getattr(m, "is_moe", False):  # its MoE blocks and its dense ones (first_dense_layers, moe_layer_freq)
+        seq_counts.update(block=m.num_moe_layers, dense_block=m.num_layers - m.num_moe_layers)
+        kinds = ("embedding",) + (("dense_block",) if seq_counts["dense_block"] else ()) + ("block", "head")
     layers, total_flops = [], 0.0
-    for kind in LAYER_KINDS:
+    for kind in kinds:
         fwd = layer_graph(m, setting, kind, "fwd")
         bwd = layer_graph(m, setting, kind, "bwd")
         mem = layer_memory(m, setting, kind)
@@ -62,7 +90,8 @@ def show_model(model: str | ModelConfig, mbs: int = 1, seq: int | None = None, t
                                    mem.params, mem.weight_bytes, mem.grad_bytes, mem.optimizer_bytes,
                                    mem.activation_bytes))
     tokens = setting.microbatch_size * setting.seq_len
-    return ModelSummary(m, setting, param_count(m), total_flops / tokens, tuple(layers))
+    active = active_param_count(m) if isinstance(m, ModelConfig) else param_count(m)
+    return ModelSummary(m, setting, param_count(m), total_flops / tokens, tuple(layers), active, moe_facts(m))
 
 
 def import_model(config: str | None = None, output: str | None = None, torch_factory: str | None = None,

@@ -38,7 +38,7 @@ def _setting_args(p: argparse.ArgumentParser) -> None:
 
 
 def _plan_common(p: argparse.ArgumentParser) -> None:
-    from phaze.api import GRAD_DTYPES, OPTIMIZER_STATES, Runtime
+    from phaze.api import GRAD_DTYPES, MOE_DISPATCHERS, OPTIMIZER_STATES, Runtime
     rt = Runtime()  # the flags' defaults are the Runtime's (one set of defaults)
     DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG = (rt.grad_dtype, rt.optimizer_state,
                                                                               rt.tp_overlap_config)
@@ -91,6 +91,19 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
                         f"fragmentation) (default: {rt.memory_reserve_bytes / 2**30:g})")
+    p.add_argument("--moe-dispatcher", choices=MOE_DISPATCHERS, default=rt.moe_dispatcher,
+                   help="MoE models: how tokens reach their experts (Megatron-Core --moe-token-dispatcher-type): "
+                        "an all-to-all over the expert-parallel group, an all-gather of every token, or DeepEP's "
+                        f"fused kernels; not searched by plan (default: {rt.moe_dispatcher})")
+    p.add_argument("--moe-routing", default=rt.moe_routing, metavar="{balanced,dropless,capacity:F}",
+                   help="MoE models: balanced (every expert its mean share, Megatron-Core's forced balancing), "
+                        "dropless (every token to its top-k experts, the busiest expert-parallel rank setting the "
+                        "pace) or capacity:F (each expert takes at most F > 0 times its mean share, the rest "
+                        f"dropped); not searched by plan (default: {rt.moe_routing})")
+    p.add_argument("--moe-a2a-overlap", action="store_true", default=rt.moe_a2a_overlap,
+                   help="MoE models: hide the dispatch / combine all-to-alls behind the other microbatch's "
+                        "compute (Megatron-Core --overlap-moe-expert-parallel-comm); not searched by plan "
+                        "(default: off)")
 
 
 def _chip_args(p: argparse.ArgumentParser) -> None:
@@ -173,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default: 5)")
     p.add_argument("--cp", type=_int_list, default=None,
                    help="context-parallel sizes to search, e.g. 1,2,4 (needs --attention flash) (default: 1)")
+    p.add_argument("--ep", type=_int_list, default=None,
+                   help="MoE models: expert-parallel sizes to search, e.g. 1,2,4 (each dividing the experts and "
+                        "the devices) (default: every power of two dividing the experts)")
+    p.add_argument("--etp", type=_int_list, default=None,
+                   help="MoE models: expert tensor-parallel sizes to search, e.g. 1,2 (each dividing the experts' "
+                        "intermediate size) (default: 1)")
     p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
                                                 "(default: none)")
     p.set_defaults(func=c.cmd_plan)
@@ -193,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cp", type=int, default=1,
                    help="context parallelism: each sequence split over N devices, ring attention between them "
                         "(needs --attention flash; devices = tp x pp x cp x dp) (default: 1)")
+    p.add_argument("--ep", type=int, default=1,
+                   help="MoE models: expert parallelism, the experts split over N devices (N divides the experts; "
+                        "ep x etp divides tp x cp x dp, the devices the experts fold over) (default: 1)")
+    p.add_argument("--etp", type=int, default=1,
+                   help="MoE models: expert tensor parallelism, each expert's FFN split over N devices "
+                        "(default: 1)")
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")
@@ -207,6 +232,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "278.83 mm^2 for --space paper)")
     p.add_argument("--devices", type=int, default=1024, help="devices in the cluster (default: 1024, the paper's)")
     p.add_argument("--global-batch", type=int, default=4096, help="sequences per iteration (default: 4096)")
+    p.add_argument("--seq", type=int, default=None,
+                   help="training sequence length: replaces each model's own (a config's max_position_embeddings "
+                        "is not a training length; a learned-position model takes at most its positions) "
+                        "(default: the model's)")
     p.add_argument("--mbs", type=_int_list, default=(1, 2, 4, 8), help="microbatch sizes (default: 1,2,4,8)")
     p.add_argument("--tp", type=_int_list, default=None, help="tensor-parallel widths (default: every valid width "
                                                              "up to the model's max_tp)")
@@ -251,6 +280,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="comma-separated models to run, e.g. gpt2-xl,bert-large (default: the paper's 8: "
                         "bert-large, megatron-bert, gpt2-xl, megatron-gpt2-2.5b, megatron-gpt2-8.3b, gpt3-175b, "
                         "opt-350m, llama2-7b)")
+    p.add_argument("--seq", type=int, default=None,
+                   help="training sequence length: replaces each model's own (a config's max_position_embeddings "
+                        "is not a training length; a learned-position model takes at most its positions) "
+                        "(default: the model's)")
     p.add_argument("--store", default="phaze-reproduce.db",
                    help="SQLite file holding every model's searches and rows (default: phaze-reproduce.db)")
     p.add_argument("--resume", action="store_true", help="continue the run in --store; finished models are "

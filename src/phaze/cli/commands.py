@@ -36,10 +36,16 @@ def cmd_show_model(args) -> int:
                  [(l.layer, l.count, si(l.fwd_flops), si(l.bwd_flops), si(l.params), gib(l.weight_bytes),
                    gib(l.grad_bytes), gib(l.optimizer_bytes), gib(l.activation_bytes)) for l in s.layers])
     ops = table("forward ops per layer kind", ["layer", "ops"], [(l.layer, " ".join(l.ops)) for l in s.layers])
+    tables = [head, ops]
+    if s.moe:
+        tables.insert(0, table(f"{s.model.name}: Mixture-of-Experts", ["field", "value"],
+                               [("parameters (total)", f"{s.params:,} ({si(s.params)})"),
+                                ("parameters (active per token)", f"{s.active_params:,} ({si(s.active_params)})")]
+                               + [(k, v) for k, v in s.moe], left=True))
     if not args.check_torch:
-        return _out(args, s, head, ops)
+        return _out(args, s, *tables)
     chk = api.check_torch(s.model, args.mbs, args.seq)
-    return _out(args, {"model": s, "torch_check": _check_data(chk)}, head, ops, _check_table(chk))
+    return _out(args, {"model": s, "torch_check": _check_data(chk)}, *tables, _check_table(chk))
 
 
 def _check_data(chk) -> dict:
@@ -166,7 +172,8 @@ def _runtime(args) -> Runtime:
     kw = dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
               tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
               optimizer_state=args.optimizer_state, dp_overlap=args.dp_overlap, deterministic=args.deterministic,
-              grad_accum_fusion=not args.no_grad_accum_fusion)
+              grad_accum_fusion=not args.no_grad_accum_fusion, moe_dispatcher=args.moe_dispatcher,
+              moe_routing=args.moe_routing, moe_a2a_overlap=args.moe_a2a_overlap)
     if args.memory_reserve_gib is not None:
         kw["memory_reserve_bytes"] = args.memory_reserve_gib * 2**30  # GiB
     return Runtime(**kw)
@@ -181,6 +188,10 @@ def _plan_space(args) -> PlanSpace:
         kw["recompute_modes"] = tuple(args.recompute)
     if args.cp:
         kw["cp_values"] = tuple(args.cp)
+    if args.ep:
+        kw["ep_values"] = tuple(args.ep)
+    if args.etp:
+        kw["etp_values"] = tuple(args.etp)
     return PlanSpace(**kw)
 
 
@@ -231,7 +242,7 @@ def cmd_plan(args) -> int:
 
 def cmd_evaluate(args) -> int:
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
-                          args.sequence_parallel, args.zero1, args.cp)
+                          args.sequence_parallel, args.zero1, args.cp, args.ep, args.etp)
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, shape, args.cluster,
                           _runtime(args), args.seq)
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
@@ -350,7 +361,8 @@ def _search_kw(args) -> dict:
     return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
                 recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
-                objective=getattr(args, "objective", None) or "throughput", tdp_w=getattr(args, "tdp_w", None))
+                objective=getattr(args, "objective", None) or "throughput", tdp_w=getattr(args, "tdp_w", None),
+                seq_len=getattr(args, "seq", None))
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
@@ -411,7 +423,7 @@ def cmd_reproduce(args) -> int:
     from phaze.report.reproduce import reproduce_tables
 
     res, written = api.reproduce(args.models, args.store, args.resume, args.workers, args.seed, args.samples,
-                                 args.json or args.quiet, args.out, args.html, args.space)
+                                 args.json or args.quiet, args.out, args.html, args.space, seq_len=args.seq)
     if args.json:
         from phaze.report.reproduce import json_data
         print(dumps(json_data(res)))

@@ -227,9 +227,23 @@ def is_hf_config(data: Any) -> bool:
 
 # ---- Mixture-of-Experts families --------------------------------------------------------------------------
 
+def _routing(r: _Reader, experts_key: str) -> tuple[int, int]:
+    """(experts, top-k) of an MoE config, refused in one line naming the config's own field when top-k is not
+    between 1 and the experts."""
+    experts, k = r.need(experts_key), r.need("num_experts_per_tok")
+    for field, v in ((experts_key, experts), ("num_experts_per_tok", k)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise r.refuse(field, v, "an MoE config needs a positive integer here")
+    if k > experts:
+        raise r.refuse("num_experts_per_tok", k, f"each token picks its top-k of the {experts} experts "
+                                                 f"('{experts_key}'), so k must be at most {experts}")
+    return experts, k
+
+
 def _moe_common(r: _Reader, out: dict, experts_key: str) -> dict:
     """The routed-expert fields every MoE family names alike."""
-    out.update(num_experts=int(r.need(experts_key)), experts_per_token=int(r.need("num_experts_per_tok")),
+    experts, k = _routing(r, experts_key)
+    out.update(num_experts=experts, experts_per_token=k,
                moe_ffn=int(r.get("moe_intermediate_size", default=out["ffn"])))
     return out
 
@@ -274,6 +288,7 @@ def _deepseek_v3(r: _Reader) -> dict:
     h, heads = r.need("hidden_size"), r.need("num_attention_heads")
     if r.get("moe_layer_freq", default=1) != 1:
         raise r.refuse("moe_layer_freq", r.get("moe_layer_freq"), "only every block after the dense ones is MoE")
+    _routing(r, "n_routed_experts")
     scoring = r.get("scoring_func", default="sigmoid")
     if scoring not in ("softmax", "sigmoid"):
         raise r.refuse("scoring_func", scoring, "routers score with softmax or sigmoid")

@@ -142,6 +142,11 @@ def to_hf_config(model: ModelConfig, vocab: int | None = None) -> dict:
     """A config dict (``model_type`` + fields) for ``transformers.AutoConfig.for_model``; ``vocab``
     overrides the vocabulary (e.g. the padded one a Megatron model trains with)."""
     m = model
+    if getattr(m, "is_moe", False) or getattr(m, "mla", False):
+        # not built yet: a dense family would build a different network and compare wrongly (the MoE families'
+        # parameter counts are checked against transformers in tests/workload/test_moe_torch.py)
+        raise ConfigError(f"model {m.name!r}: --check-torch does not yet build Mixture-of-Experts or MLA models "
+                          f"(num_experts={m.num_experts}, kv_lora_rank={m.kv_lora_rank}) in transformers")
     if m.arch == "encoder":
         families = {"BERT": _bert}
     elif m.position == "learned":
