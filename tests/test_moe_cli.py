@@ -76,7 +76,7 @@ def test_the_flags_defaults_are_the_runtimes_and_the_plan_spaces():
         assert (a.moe_dispatcher, a.moe_routing, a.moe_a2a_overlap) == (rt.moe_dispatcher, rt.moe_routing,
                                                                         rt.moe_a2a_overlap)
     a = parser.parse_args(["plan", *common])
-    assert (a.ep, a.etp) == (None, None) and (space.ep_values, space.etp_values) == (None, (1,))
+    assert (a.ep, a.etp) == (None, None) and (space.ep_values, space.etp_values) == (None, None)
     from phaze.cli.commands import _plan_space
     assert _plan_space(a) == space
     a = parser.parse_args(["evaluate", *common, "--tp", "1", "--pp", "1", "--dp", "1", "--mbs", "1"])

@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "the devices) (default: every power of two dividing the experts)")
     p.add_argument("--etp", type=_int_list, default=None,
                    help="MoE models: expert tensor-parallel sizes to search, e.g. 1,2 (each dividing the experts' "
-                        "intermediate size) (default: 1)")
+                        "intermediate size) (default: every power of two dividing it, up to tp x cp)")
     p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
                                                 "(default: none)")
     p.set_defaults(func=c.cmd_plan)
