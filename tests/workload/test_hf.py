@@ -10,7 +10,7 @@ import pytest
 
 from phaze.errors import ConfigError
 from phaze.workload import TrainSetting, block_forward_gemm_flops, get_model, layer_graph, list_models, param_count
-from phaze.workload.hf import from_hf_config
+from phaze.workload.hf import IMPORTED_SEQ_LEN, from_hf_config
 from phaze.workload.zoo import load_hf_config
 from phaze.workload.hf_export import to_hf_config
 from phaze.workload.memory import activation_terms, layer_memory
@@ -106,8 +106,11 @@ def test_hf_prefix_plain_json_and_yaml_round_trip(tmp_path):
     assert via_prefix.name == "Meta-Llama-3-8B"
     with pytest.raises(ConfigError, match="pass it as hf:"):  # a config.json given as a phaze model file
         get_model(str(folder / "config.json"))
-    # the imported Llama 3 8B is the zoo's (the zoo's max_tp and the name aside)
-    assert replace(via_prefix, name="llama3-8b") == get_model("llama3-8b")
+    # the imported Llama 3 8B is the zoo's (the zoo's max_tp and the name aside; an imported rotary model trains
+    # at IMPORTED_SEQ_LEN, not at max_position_embeddings, issue 35)
+    zoo = get_model("llama3-8b")
+    assert via_prefix.seq_len == min(zoo.seq_len, IMPORTED_SEQ_LEN) == 4096
+    assert replace(via_prefix, name="llama3-8b", seq_len=zoo.seq_len) == zoo
     for name in SHIPPED:
         m = hf(name)
         (tmp_path / "m.yaml").write_text(model_to_yaml(m))
@@ -125,8 +128,22 @@ def test_every_zoo_model_and_shipped_config_round_trips_through_transformers_con
     for m in list_models() + [hf(n) for n in SHIPPED]:
         out = to_hf_config(m)
         back = from_hf_config(out, "export", m.name)
-        # the HF config has no tensor-parallel limit or Megatron padding
-        assert back == replace(m, max_tp=8, vocab_pad_multiple=1), m.name
+        # the HF config has no tensor-parallel limit or Megatron padding; a rotary model comes back at the
+        # imported training length (max_position_embeddings is not one)
+        seq = min(m.seq_len, IMPORTED_SEQ_LEN) if m.position == "rotary" else m.seq_len
+        assert back == replace(m, max_tp=8, vocab_pad_multiple=1, seq_len=seq), m.name
+
+
+def test_sliding_window_null_is_full_attention():
+    """Issue 35: Mistral-7B v0.2+ and Mistral-Nemo set "sliding_window": null, which is full attention (it was
+    read as transformers' 4,096 default, losing 9.9% of Mistral-Nemo's FLOPs per block); absent, the default."""
+    base = {"model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40, "num_attention_heads": 32,
+            "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072,
+            "max_position_embeddings": 1024000, "tie_word_embeddings": False}
+    assert from_hf_config({**base, "sliding_window": None}, "nemo", "nemo").sliding_window is None
+    assert from_hf_config(base, "m", "m").sliding_window == 4096
+    assert from_hf_config({**base, "sliding_window": 2048}, "m", "m").sliding_window == 2048
+    assert from_hf_config(base, "m", "m").seq_len == 4096  # not the 1,024,000-token context
 
 
 def test_export_refusal_names_the_field():

@@ -15,6 +15,9 @@ from phaze.errors import ConfigError
 from phaze.workload.config import ModelConfig
 
 HF_PREFIX = "hf:"
+# The training sequence length of an imported rotary-position model unless --seq says otherwise (a config's
+# max_position_embeddings is its longest context, not a training length); learned positions keep their table
+IMPORTED_SEQ_LEN = 4096
 _GELU = ("gelu", "gelu_new", "gelu_fast", "gelu_pytorch_tanh", "gelu_python", "gelu_accurate", "gelu_10")
 _SILU = ("silu", "swish")
 
@@ -137,7 +140,10 @@ def _llama_like(r: _Reader, family: str) -> dict:
         attn_bias, mlp_bias = bool(r.get("attention_bias", default=False)), bool(r.get("mlp_bias", default=False))
         out.update(bias=attn_bias, mlp_bias=None if mlp_bias == attn_bias else mlp_bias)
         if family == "mistral":  # Mistral's projections have no biases whatever the config says
-            out.update(bias=False, mlp_bias=False, sliding_window=r.get("sliding_window", default=4096))
+            # "sliding_window": null means full attention (transformers' MistralConfig default is 4096 only when the
+            # field is absent); Mistral-7B v0.2+ and Mistral-Nemo set null
+            window = r.cfg.get("sliding_window", 4096) if "sliding_window" in r.cfg else 4096
+            out.update(bias=False, mlp_bias=False, sliding_window=window)
     return out
 
 
@@ -203,6 +209,10 @@ def from_hf_config(cfg: Any, source: str, name: str) -> ModelConfig:
     r = _Reader(cfg, source)
     fields = FAMILIES[family](r)
     fields["tied_embeddings"] = bool(fields["tied_embeddings"])
+    if fields.get("position") == "rotary":
+        # max_position_embeddings is the longest context the model takes, not a training sequence length
+        # (Mistral-Nemo's is 1,024,000): an imported rotary model trains at IMPORTED_SEQ_LEN unless told (--seq)
+        fields["seq_len"] = min(int(fields["seq_len"]), IMPORTED_SEQ_LEN)
     if fields.get("kv_heads") == fields["heads"]:
         fields["kv_heads"] = None  # multi-head attention, as the zoo writes it
     if fields.get("rotary_fraction", 1.0) == 1.0:
