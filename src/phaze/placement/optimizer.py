@@ -146,7 +146,7 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
     """Every (setting, d, p, v, ZeRO-1) combination of ``space`` whose whole-model memory can fit, with its
     lower bound (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
     cap = device.hbm_bytes
-    v_values, z_values, use_all_devices = space.interleave_values, space.zero1, space.use_all_devices
+    v_values, z_values, use_all_devices = space.interleaves(L), space.zero1, space.use_all_devices
     per_stage_recompute = space.per_stage_recompute
     combos: list[Combination] = []
     for s, c, cb in combination_entries(costs_by_setting, per_stage_recompute, v_values):

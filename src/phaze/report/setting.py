@@ -133,7 +133,7 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
             ("microbatch sizes", _vals(space.microbatch_sizes)),
             ("recompute modes", _vals(space.recompute_modes) + (" (one per plan, or one per stage)"
                                                                  if space.per_stage_recompute else " (one per plan)")),
-            ("plan space", f"tensor-parallel: {tps}; interleaving {_vals(space.interleave_values)}; "
+            ("plan space", f"tensor-parallel: {tps}; interleaving {_vals(space.interleave_values) if space.interleave_values else 'every size dividing the blocks'}; "
                            f"sequence parallelism {'/'.join('on' if x else 'off' for x in space.sequence_parallel)}; "
                            f"ZeRO-1 (distributed optimizer) {'/'.join('on' if x else 'off' for x in space.zero1)}; "
                            f"context parallelism {_vals(space.cp_values)}; "

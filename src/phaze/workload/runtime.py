@@ -187,7 +187,7 @@ class PlanSpace:
     microbatch_sizes: tuple[int, ...] = (1, 2, 4, 8, 16)
     recompute_modes: tuple[str, ...] = RECOMPUTE_MODES
     tp_values: tuple[int, ...] | None = None
-    interleave_values: tuple[int, ...] = (1, 2, 4)
+    interleave_values: tuple[int, ...] | None = None  # None: every size Megatron takes (``interleaves``)
     sequence_parallel: tuple[bool, ...] = (False, True)
     zero1: tuple[bool, ...] = (False, True)
     cp_values: tuple[int, ...] = (1,)
@@ -202,7 +202,8 @@ class PlanSpace:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731
         set_("microbatch_sizes", _tuple("microbatch_sizes", self.microbatch_sizes))
         set_("recompute_modes", _tuple("recompute_modes", self.recompute_modes, str))
-        set_("interleave_values", tuple(sorted(_tuple("interleave_values", self.interleave_values))))
+        if self.interleave_values is not None:
+            set_("interleave_values", tuple(sorted(_tuple("interleave_values", self.interleave_values))))
         set_("sequence_parallel", _tuple("sequence_parallel", self.sequence_parallel, bool))
         set_("zero1", _tuple("zero1", (self.zero1,) if isinstance(self.zero1, bool) else self.zero1, bool))
         set_("cp_values", _tuple("cp_values", self.cp_values))
@@ -215,6 +216,14 @@ class PlanSpace:
         for name in ("microbatch_sizes", "interleave_values", "cp_values", "tp_values", "ep_values", "etp_values"):
             if any(v < 1 for v in getattr(self, name) or ()):
                 raise ConfigError(f"plan space: {name} must be positive integers, got {getattr(self, name)}")
+
+    def interleaves(self, num_blocks: int) -> tuple[int, ...]:
+        """The virtual-pipeline sizes to search for a model of ``num_blocks`` blocks: the given ones, or every
+        v dividing the blocks (an even split over p x v virtual stages needs v | L; Llama-3-70B's published
+        recipes use 5 on 80 blocks)."""
+        if self.interleave_values is not None:
+            return self.interleave_values
+        return tuple(v for v in range(1, num_blocks + 1) if num_blocks % v == 0)
 
     def check(self, runtime: Runtime, seq_len: int) -> None:
         """Every shape this space holds is one ``runtime`` can run (the runtime's own rules)."""

@@ -1,0 +1,26 @@
+"""Issue 35 item 2: the plan search takes every virtual-pipeline size Megatron can split the blocks into, not only
+1/2/4 (Llama-3-70B's published recipes use 5 on 80 blocks), so no hand plan with such a v beats `plan`."""
+from phaze import api
+from phaze.workload.runtime import PlanSpace
+
+
+def test_every_size_dividing_the_blocks():
+    assert PlanSpace().interleaves(80) == (1, 2, 4, 5, 8, 10, 16, 20, 40, 80)
+    assert PlanSpace(interleave_values=(1, 2)).interleaves(80) == (1, 2)
+
+
+def test_no_hand_plan_with_v5_beats_plan():
+    rt = api.Runtime(tp_overlap=True, dp_overlap=True)
+    best = api.plan("llama3-70b", "h100-80g", 64, 128, runtime=rt,
+                    space=PlanSpace(microbatch_sizes=(1,), recompute_modes=("none", "full")), top_k=1).best
+    for tp, pp, dp in ((4, 8, 2), (8, 8, 1), (4, 4, 4), (8, 4, 2)):
+        for v in (5, 10):
+            if 80 % (pp * v):
+                continue
+            for rc in ("none", "full"):
+                hand = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128,
+                                         api.PlanShape(tp, pp, dp, 1, interleave=v, recompute=rc,
+                                                       sequence_parallel=True, zero1=True), runtime=rt)
+                if hand.fits:
+                    assert best.iteration_time_s <= hand.iteration_time_s * (1 + 1e-9), (hand.plan.describe(),
+                                                                                         best.plan.describe())
