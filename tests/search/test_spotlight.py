@@ -8,7 +8,7 @@ from phaze.errors import ConfigError
 from phaze.hardware.space import DesignSpace, enumerate_space
 from phaze.placement.layer_costs import compute_layer_costs
 from phaze.search.one_chip import one_chip_latency, one_chip_setting
-from phaze.search.spotlight import chip_features, random_search, spotlight_search
+from phaze.search.spotlight import BoRecipe, chip_features, random_search, spotlight_search
 from tinysearch import MiB, TINY
 
 # 978 chips under a 100 mm^2 budget: large against a 30-sample budget, so sampling well matters
@@ -90,4 +90,4 @@ def test_bad_objective_and_budget_are_one_line_errors(reduced):
     with pytest.raises(ConfigError, match="energy"):  # the paper's template has no energy model
         spotlight_search(TINY, paper, objective="edp")
     with pytest.raises(ConfigError, match="warm-up"):
-        spotlight_search(TINY, reduced, samples=5, warmup=10)
+        spotlight_search(TINY, reduced, samples=5, recipe=BoRecipe(warmup=10))

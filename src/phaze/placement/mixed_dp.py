@@ -46,7 +46,7 @@ class KindRow:
     act: np.ndarray  # stashed activation per in-flight microbatch
 
 
-def kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: int, topo: st.Topology,
+def _kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: int, topo: st.Topology,
              zero1: bool, overlap: bool, hbm_Bps: float, cache: dict | None = None,
              lane_ops_per_s: float = np.inf) -> KindRow:
     """One stage kind over nb = 0..L. ``cache`` (a dict that must not outlive ``c``: it is keyed by id)
@@ -103,7 +103,7 @@ class MixedPartitionProblem:
     """The partition x per-stage recompute problem of one (setting without recompute, t, d, p, m, ZeRO-1)
     combination; ``costs`` maps each allowed recompute mode to its LayerCosts. ``solve(cutoff_s)``
     returns the optimum, or None when nothing fits or nothing beats ``cutoff_s``. ``row_cache``: see
-    ``kind_row``."""
+    ``_kind_row``."""
 
     def __init__(self, costs: Mapping[str, LayerCosts], L: int, p: int, m: int, topo: st.Topology,
                  capacity: float, zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None,
@@ -120,12 +120,12 @@ class MixedPartitionProblem:
         for r, mode in enumerate(self.modes):
             c = costs[mode]
             if p == 1:
-                kinds = [(slice(0, 1), kind_row(c, 1, 1, False, False, *args))]
+                kinds = [(slice(0, 1), _kind_row(c, 1, 1, False, False, *args))]
             else:
-                kinds = [(slice(0, 1), kind_row(c, 1, 0, False, True, *args)),
-                         (slice(p - 1, p), kind_row(c, 0, 1, True, False, *args))]
+                kinds = [(slice(0, 1), _kind_row(c, 1, 0, False, True, *args)),
+                         (slice(p - 1, p), _kind_row(c, 0, 1, True, False, *args))]
                 if p > 2:
-                    kinds.append((slice(1, p - 1), kind_row(c, 0, 0, True, True, *args)))
+                    kinds.append((slice(1, p - 1), _kind_row(c, 0, 0, True, True, *args)))
             for sl, row in kinds:
                 distinct_T.append(row.T)
                 distinct_R.append(row.R)

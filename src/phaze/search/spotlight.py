@@ -185,13 +185,27 @@ def _result(model, objective, mbs, seed, cands, ev: _Evaluator, samples: list[Sa
                            sum(o.schedules_not_optimal for o in outs), len(samples))
 
 
+@dataclass(frozen=True)
+class BoRecipe:
+    """The Bayesian optimisation's knobs (the module doc gives each value's source): random warm-up samples,
+    the random pool each round ranks, the picks per round, the chance a pick is random instead, and the
+    lower-confidence-bound weight of the prediction's standard deviation."""
+
+    warmup: int = WARMUP_SAMPLES
+    pool_size: int = POOL_SIZE
+    picks: int = PICKS_PER_ROUND
+    random_pick_probability: float = RANDOM_PICK_PROBABILITY
+    kappa: float = LCB_KAPPA
+
+
 def spotlight_search(model: ModelConfig, cands: CandidateSet, *, seed: int = 0, samples: int = SAMPLES,
-                     warmup: int = WARMUP_SAMPLES, pool_size: int = POOL_SIZE, picks: int = PICKS_PER_ROUND,
-                     random_pick_probability: float = RANDOM_PICK_PROBABILITY, kappa: float = LCB_KAPPA,
-                     objective: str = "latency", microbatch_size: int = 1, executor=None,
-                     time_limit_s: float = SCHEDULE_TIME_LIMIT_S, on_sample=None) -> SpotlightResult:
-    """Spotlight-style Bayesian optimisation over ``cands`` (see the module doc); ``samples`` chips are
-    evaluated exactly in all (fewer if the list is shorter). ``on_sample(n)`` is called as samples land."""
+                     recipe: BoRecipe = BoRecipe(), objective: str = "latency", microbatch_size: int = 1,
+                     executor=None, time_limit_s: float = SCHEDULE_TIME_LIMIT_S, on_sample=None) -> SpotlightResult:
+    """Spotlight-style Bayesian optimisation over ``cands`` (see the module doc) with ``recipe``'s knobs;
+    ``samples`` chips are evaluated exactly in all (fewer if the list is shorter). ``on_sample(n)`` is called
+    as samples land."""
+    warmup, pool_size, picks = recipe.warmup, recipe.pool_size, recipe.picks
+    random_pick_probability, kappa = recipe.random_pick_probability, recipe.kappa
     _check(cands, samples, warmup, objective)
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
