@@ -11,7 +11,8 @@ from phaze.api.plan import PlanShape, evaluate_plan, plan, plan_report, plan_set
 from phaze.api.report import load_reproduce_rows, report
 from phaze.api.resolve import (check_html_path, check_ranges, check_tp_overlap_config, default_cluster,
                                resolve_accelerator, resolve_cluster, resolve_model)
-from phaze.api.search import (exact_rows, load_search, reproduce, results, search, search_report, search_setting,
+from phaze.api.search import (check_export_path, exact_rows, export_chip, load_search, reproduce, results, search,
+                              search_report, search_setting,
                               search_spec, spotlight)
 from phaze.api.validate import validate, validate_chip, validate_chip_energy, validate_moe
 from phaze.api.workload import (ModelSummary, ZooEntry, check_torch, import_model, make_setting, model_file_text,
@@ -23,7 +24,7 @@ __all__ = [
     "Estimate", "LayerSchedule", "OpEstimate", "arch", "chip_file", "estimate", "schedule_layers",
     "PlanShape", "evaluate_plan", "plan", "plan_report", "plan_setting", "load_reproduce_rows", "report",
     "check_html_path", "check_ranges", "check_tp_overlap_config", "default_cluster", "resolve_accelerator",
-    "resolve_cluster", "resolve_model", "exact_rows", "load_search", "reproduce", "results", "search",
+    "resolve_cluster", "resolve_model", "exact_rows", "export_chip", "check_export_path", "load_search", "reproduce", "results", "search",
     "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",
     "validate_chip_energy", "validate_moe", "ModelSummary", "ZooEntry", "check_torch", "import_model", "make_setting",
     "model_file_text", "models", "show_model", "MOE_DISPATCHERS", "PAPER_PLAN_SPACE", "PAPER_RUNTIME", "PlanSpace", "Runtime", "GRAD_DTYPES", "LAYER_KINDS", "OPTIMIZER_STATES",

@@ -219,3 +219,49 @@ def search_report(result, path: str) -> str:
     from phaze.search.details import search_details
 
     return write_search_report(result, path, exact_rows(result.store), search_details(result.spec, result.best))
+
+
+def check_export_path(path: str | None) -> None:
+    """Fail before any work when the winner's chip file cannot be written where asked (.json or .yaml)."""
+    if not path:
+        return
+    from pathlib import Path
+
+    p = Path(path)
+    if p.suffix.lower() not in (".json", ".yaml", ".yml"):
+        raise ConfigError(f"--export-chip {path}: name a .json or .yaml file (a chip file, docs/chip-file.md)")
+    if not p.parent.exists() or not p.parent.is_dir():
+        raise ConfigError(f"--export-chip {path}: the folder {p.parent} does not exist; create it or pick another path")
+    if p.exists() and p.is_dir():
+        raise ConfigError(f"--export-chip {path} is a folder; name a file")
+
+
+def export_chip(result, path: str) -> str:
+    """Write a co-search's winning chip (its HBM size set) as a chip file that ``--accelerator FILE`` takes
+    (``evaluate``, ``plan``, ``search``): evaluating its stored plan on that file gives the throughput the
+    search reported. Written whole or not at all; returns the path."""
+    import json
+    import os
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from phaze.search.details import winner_chip
+
+    check_export_path(path)
+    if result.best is None:
+        raise ConfigError("--export-chip: the search found no chip to export (no candidate fits)")
+    acc = winner_chip(result.spec, result.best)
+    fields = asdict(acc)
+    fields["name"] = Path(path).stem
+    if Path(path).suffix.lower() == ".json":
+        text = json.dumps(fields, indent=1) + "\n"
+    else:
+        import yaml
+        text = yaml.safe_dump(fields, sort_keys=False)
+    tmp = f"{path}.part"
+    try:
+        Path(tmp).write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        raise ConfigError(f"--export-chip {path}: cannot write it ({exc.strerror}); pick a writable path") from None
+    return path
