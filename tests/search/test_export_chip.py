@@ -1,7 +1,5 @@
 """Issue 34 item 8: the winner written as a chip file that evaluate/plan/search take; evaluating its stored plan on
 that file gives the throughput the search reported."""
-
-
 import pytest
 
 from phaze import api
