@@ -24,3 +24,21 @@ def test_no_hand_plan_with_v5_beats_plan():
                 if hand.fits:
                     assert best.iteration_time_s <= hand.iteration_time_s * (1 + 1e-9), (hand.plan.describe(),
                                                                                          best.plan.describe())
+
+
+def test_no_fit_names_the_sequence_and_the_largest_consumer_and_suggests_only_what_was_not_searched():
+    """Issue 35 item 6: the refusal names the sequence length and what takes the memory, and does not suggest
+    recompute or ZeRO-1 when the search already tried them."""
+    import pytest
+
+    from phaze.errors import InfeasibleError
+
+    with pytest.raises(InfeasibleError) as exc:
+        api.plan("gpt3-175b", "a100-80g", 8, 8)
+    msg = str(exc.value)
+    assert "sequence 2048" in msg and "weights, gradients and optimizer state" in msg
+    assert "recompute" not in msg.split("; use")[1] and "ZeRO-1" not in msg.split("; use")[1]
+    with pytest.raises(InfeasibleError) as exc:
+        api.plan("gpt3-175b", "a100-80g", 8, 8, space=PlanSpace(recompute_modes=("none",), zero1=(False,)))
+    tips = str(exc.value).split("; use")[1]
+    assert "--recompute full" in tips and "ZeRO-1" in tips

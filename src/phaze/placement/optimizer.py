@@ -139,6 +139,8 @@ class _Counts:
     mixed_solved: int = 0
     covered: float = 0.0
     min_need: float = math.inf  # the least per-device memory any combination needs (for the refusal)
+    min_need_parts: tuple = (0.0, 0.0)  # its (static, activation) bytes per device
+    seq_len: int = 0  # the sequence the settings were costed at
 
 
 def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], L: int, B: int, N: int,
@@ -196,7 +198,9 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                         if v > 1 and (p < 2 or L % (p * v) or m % p):
                             continue
                         counts.considered += 1
-                        counts.min_need = min(counts.min_need, need)
+                        if need < counts.min_need:
+                            counts.min_need, counts.min_need_parts = need, ((need * p - act_total) / p, act_total / p)
+                            counts.seq_len = s.seq_len
                         if need > cap:  # the memory of the whole model cannot spread over p devices
                             continue
                         sync = 0.0
@@ -253,17 +257,28 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     return Candidate(ev.iteration_time_s, plan, c) if ev.fits else None
 
 
-def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float) -> str:
-    """One line: why no combination gave a plan."""
+def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float, space: PlanSpace | None = None) -> str:
+    """One line: why no combination gave a plan, naming the sequence length and the largest memory consumer of
+    the closest plan, and suggesting only what the searched ``space`` did not already try."""
     if counts.considered == 0:
         return (f"no plan shape is possible: global batch {B} with these microbatch sizes and "
                 f"{N} devices gives no valid (t, p, d); change the batch, microbatch sizes or devices")
+    tips = ["more devices", "a larger HBM"]
+    if space is not None and "full" not in space.recompute_modes:
+        tips.insert(1, "--recompute full")
+    if space is not None and True not in space.zero1:
+        tips.insert(1, "ZeRO-1")
     if counts.min_need > cap:
+        static, act = counts.min_need_parts
+        big = (f"weights, gradients and optimizer state {static / GiB:.1f} GiB" if static >= act else
+               f"activations {act / GiB:.1f} GiB at sequence {counts.seq_len}")
+        if act > static:
+            tips.insert(0, "a shorter --seq")
         return (f"the model does not fit on {N} devices: even spread over the deepest pipeline it needs "
-                f"{counts.min_need / GiB:.1f} GiB per device > {cap / GiB:.1f} GiB; use more devices, "
-                f"recompute, ZeRO-1 or a larger HBM")
-    return (f"no plan fits in {cap / GiB:.1f} GiB per device on {N} devices (the memory of some "
-            f"stage always exceeds it); use more devices, recompute, ZeRO-1 or a larger HBM")
+                f"{counts.min_need / GiB:.1f} GiB per device > {cap / GiB:.1f} GiB (largest: {big}, at sequence "
+                f"{counts.seq_len}); use {', '.join(tips[:-1])} or {tips[-1]}")
+    return (f"no plan fits in {cap / GiB:.1f} GiB per device on {N} devices at sequence {counts.seq_len} (the "
+            f"memory of some stage always exceeds it); use {', '.join(tips[:-1])} or {tips[-1]}")
 
 
 def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
@@ -305,7 +320,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     stats = SearchStats(plans_considered=counts.considered, plans_solved=counts.solved,
                         partitions_covered=counts.covered, wall_time_s=time.perf_counter() - t0,
                         mixed_considered=counts.mixed_considered, mixed_solved=counts.mixed_solved)
-    return out, stats, ("" if out else nothing_fits_reason(counts, B, N, device.hbm_bytes))
+    return out, stats, ("" if out else nothing_fits_reason(counts, B, N, device.hbm_bytes, space))
 
 
 def best_plan_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
