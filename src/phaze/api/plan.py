@@ -92,7 +92,7 @@ def plan_setting(result, model: str | ModelConfig, accelerator: str | Accelerato
 
 
 def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
-                global_batch: int, cluster=None, seq_len: int | None = None) -> str:
+                global_batch: int, cluster=None, seq_len: int | None = None, framework: str = "megatron") -> str:
     """Write the HTML report of a ``plan`` result; returns the path. The best plan's detail (its block's
     schedules under the plan's own runtime) is computed here by the placement stage; the report formats it."""
     from phaze.placement.detail import plan_detail
@@ -103,4 +103,86 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
     best = result.best
     detail = plan_detail(m, acc, cl, global_batch, best.plan, devices_given=devices, evaluation=best.to_dict(),
                          seq_len=seq_len)
-    return write_plan_report(result, path, detail, plan_setting(result, m, acc, devices, global_batch, cl, seq_len))
+    launch = (framework, launch_settings(best, framework, m, seq_len))
+    return write_plan_report(result, path, detail, plan_setting(result, m, acc, devices, global_batch, cl, seq_len),
+                             launch=launch)
+
+
+_SUFFIX = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12, "p": 1e15}
+
+
+def parse_count(text, option: str = "--tokens") -> float:
+    """A positive finite count such as 15T, 2.5e12, 300B, 1.5M or 7k (k, M, B/G, T, P: powers of 1000), else a
+    one-line ConfigError."""
+    import math
+
+    s = str(text).strip().replace("_", "").replace(",", "")
+    mult = _SUFFIX.get(s[-1:].lower(), 1.0) if s and s[-1:].isalpha() else 1.0
+    try:
+        v = float(s[:-1] if mult != 1.0 else s) * mult
+    except ValueError:
+        v = math.nan
+    if not math.isfinite(v) or v <= 0:
+        raise ConfigError(f"{option}: {text!r} is not a positive number (e.g. 15T, 2.5e12, 300B)")
+    return v
+
+
+def check_price(usd_per_gpu_hour, option: str = "--usd-per-gpu-hour") -> float:
+    """A positive finite price (a number or its text), else a one-line ConfigError."""
+    return parse_count(usd_per_gpu_hour if isinstance(usd_per_gpu_hour, str) else repr(usd_per_gpu_hour), option)
+
+
+def training_figures(evaluation, accelerator: str | Accelerator, tokens: float | None = None,
+                     usd_per_gpu_hour: float | None = None) -> dict:
+    """The figures people compare for one evaluated plan: tokens/s per device, model TFLOP/s per device, the MFU
+    and its definition; with ``tokens`` the time to train them (days), the GPU-hours (devices used x hours) and
+    the energy (MWh: devices used x each device's power x time; ``energy_basis`` says which power, for a GPU
+    preset its board TDP only); with a price the cost (GPU-hours x price)."""
+    from phaze.hardware.presets import device_power_w
+
+    ev = evaluation
+    out = {"tokens_per_s_per_device": ev.tokens_per_s_per_device,
+           "model_tflops_per_device": ev.model_tflops_per_device, "mfu": ev.mfu,
+           "mfu_definition": ev.mfu_definition}
+    if usd_per_gpu_hour is not None and tokens is None:
+        raise ConfigError("--usd-per-gpu-hour prices the GPU-hours of --tokens; give --tokens too")
+    if tokens is None:
+        return out
+    tokens = parse_count(tokens if isinstance(tokens, str) else repr(tokens))
+    seconds = tokens / ev.throughput_tokens_per_s
+    hours = seconds / 3600 * ev.devices_used
+    watts, basis = device_power_w(resolve_accelerator(accelerator))
+    out.update(tokens=tokens, train_days=seconds / 86400, gpu_hours=hours,
+               energy_mwh=ev.devices_used * watts * seconds / 3.6e9, energy_basis=basis)
+    if usd_per_gpu_hour is not None:
+        price = check_price(usd_per_gpu_hour)
+        out.update(usd_per_gpu_hour=price, cost_usd=hours * price)
+    return out
+
+
+def launch_settings(evaluation, framework: str, model: str | ModelConfig, seq_len: int | None = None) -> dict:
+    """The launch settings of an evaluated plan (``evaluation.plan``) for ``framework`` (megatron, nemo,
+    torchtitan): ``phaze.report.launch.launch_settings`` with the model's sequence length and MoE-ness."""
+    from phaze.report.launch import FRAMEWORKS, launch_settings as emit
+
+    if framework not in FRAMEWORKS:
+        raise ConfigError(f"--emit: unknown framework {framework!r}; use one of {', '.join(FRAMEWORKS)}")
+    m = resolve_model(model)
+    return emit(evaluation.plan, framework, seq_len or m.seq_len, moe=bool(getattr(m, "is_moe", False)))
+
+
+def check_emit_file(path: str | None, option: str = "--emit-file") -> None:
+    """Fail before work when the launch settings cannot be written where asked."""
+    import os
+    from pathlib import Path
+
+    if not path:
+        return
+    p = Path(path)
+    parent = p.parent if str(p.parent) else Path(".")
+    if p.is_dir():
+        raise ConfigError(f"{option} {path}: is a directory; give a file name")
+    if not parent.is_dir():
+        raise ConfigError(f"{option} {path}: directory {parent} does not exist; create it or pick another path")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise ConfigError(f"{option} {path}: not writable; pick a writable path")

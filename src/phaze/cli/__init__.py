@@ -106,6 +106,20 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         "(default: off)")
 
 
+def _figure_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tokens", default=None, metavar="N",
+                   help="training tokens, e.g. 15T, 2.5e12, 300B: adds the time to train them (days), the GPU-hours "
+                        "(devices used x hours) and the energy (MWh; a GPU preset's board TDP, 700 W H100 SXM, 400 W "
+                        "A100 SXM, times the devices used: the GPUs only) (default: none)")
+    p.add_argument("--usd-per-gpu-hour", default=None, metavar="X",
+                   help="price of one GPU-hour: adds the cost of --tokens (default: none)")
+
+
+MFU_HELP = ("MFU = 3 x forward matrix FLOPs of the model x global batch / (iteration x devices used x the chip's dense "
+            "16-bit tensor peak): Megatron's 6N + attention term with all s keys (not halved for the causal mask), "
+            "recompute not counted; an FP8 plan's MFU is against the BF16 dense peak and labelled so")
+
+
 def _chip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", required=True, help="zoo name, a YAML/JSON model file, hf:CONFIG.json, a traced FILE.json or "
                                                     "torch:MODULE:FACTORY (required)")
@@ -177,7 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     _setting_args(p)
     p.set_defaults(func=c.cmd_schedule)
 
-    p = sub.add_parser("plan", help="the best training plan for a model on N devices")
+    p = sub.add_parser("plan", help="the best training plan for a model on N devices",
+                       description="The best training plan for a model on N devices. " + MFU_HELP + ".")
     _plan_common(p)
     p.add_argument("--mbs", type=_int_list, default=None, help="microbatch sizes to consider, e.g. 1,2,4 "
                                                               "(default: 1,2,4,8,16)")
@@ -194,9 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "intermediate size) (default: every power of two dividing it, up to tp x cp)")
     p.add_argument("--html", default=None, help="also write a self-contained HTML report to this .html file "
                                                 "(default: none)")
+    p.add_argument("--emit", choices=("megatron", "nemo", "torchtitan"), default=None,
+                   help="print the best plan's launch settings: Megatron-Core 0.15 arguments, NeMo 2 recipe "
+                        "overrides or a TorchTitan TOML; what the framework cannot express is a comment and a "
+                        "warning (default: none)")
+    p.add_argument("--emit-file", default=None, metavar="FILE",
+                   help="write the --emit settings to FILE instead of printing them (default: none)")
+    _figure_args(p)
     p.set_defaults(func=c.cmd_plan)
 
-    p = sub.add_parser("evaluate", help="evaluate one given training plan")
+    p = sub.add_parser("evaluate", help="evaluate one given training plan",
+                       description="Evaluate one given training plan. " + MFU_HELP + ".")
     _plan_common(p)
     p.add_argument("--tp", type=int, required=True, help="tensor-parallel width (required)")
     p.add_argument("--pp", type=int, required=True, help="pipeline stages (required)")
@@ -218,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--etp", type=int, default=1,
                    help="MoE models: expert tensor parallelism, each expert's FFN split over N devices "
                         "(default: 1)")
+    _figure_args(p)
     p.set_defaults(func=c.cmd_evaluate)
 
     p = sub.add_parser("search", help="co-search accelerator architecture and training plan")

@@ -195,16 +195,60 @@ def _plan_space(args) -> PlanSpace:
     return PlanSpace(**kw)
 
 
+def _mfu(e) -> str:
+    """The MFU cell: an FP8 plan's says its peak is the BF16 one (MFU_HELP)."""
+    return f"{e.mfu:.1%}" + (" of BF16 peak" if e.plan.precision == "fp8" else "")
+
+
 def _eval_rows(evs) -> list[tuple]:
     return [(e.plan.describe() if hasattr(e.plan, "describe") else "",
              f"{e.devices_used}/{e.devices_given}" if e.devices_given else f"{e.devices_used}",
              si(e.iteration_time_s, "s"),
-             f"{e.throughput_seq_per_s:.2f}", f"{e.mfu:.1%}",
+             f"{e.throughput_seq_per_s:.2f}", f"{e.tokens_per_s_per_device:,.0f}", f"{e.model_tflops_per_device:.1f}",
+             _mfu(e),
              f"{gib(e.memory_bytes_per_device)} of {gib(e.memory_capacity_bytes)}",
              "yes" if e.fits else f"no (+{gib(e.memory_excess_bytes)} on stage {e.oom_stage})") for e in evs]
 
 
-_EVAL_COLS = ["plan", "devices used/given", "iteration", "seq/s", "MFU", "memory/dev of usable", "fits"]
+_EVAL_COLS = ["plan", "devices used/given", "iteration", "seq/s", "tokens/s/GPU", "model TFLOP/s/GPU", "MFU",
+              "memory/dev of usable", "fits"]
+
+
+def _figures(args, e) -> dict | None:
+    """--tokens / --usd-per-gpu-hour figures of ``e`` (None without --tokens)."""
+    if args.tokens is None and args.usd_per_gpu_hour is None:
+        return None
+    return api.training_figures(e, args.accelerator, args.tokens, args.usd_per_gpu_hour)
+
+
+def _check_figure_args(args) -> None:
+    """Bad --tokens / --usd-per-gpu-hour fail before any work."""
+    if args.tokens is not None:
+        api.parse_count(args.tokens)
+    if args.usd_per_gpu_hour is not None:
+        api.check_price(args.usd_per_gpu_hour)
+        if args.tokens is None:
+            raise ConfigError("--usd-per-gpu-hour prices the GPU-hours of --tokens; give --tokens too")
+
+
+def _figures_table(f: dict, e) -> object:
+    rows = [("tokens", f"{f['tokens']:.4g}"), ("tokens/s/GPU", f"{f['tokens_per_s_per_device']:,.0f}"),
+            ("time to train", f"{f['train_days']:,.2f} days"), ("GPU-hours (devices used x hours)",
+                                                               f"{f['gpu_hours']:,.0f}"),
+            ("energy", f"{f['energy_mwh']:,.1f} MWh ({f['energy_basis']})")]
+    if "cost_usd" in f:
+        rows.append(("cost", f"${f['cost_usd']:,.0f} at ${f['usd_per_gpu_hour']:g} per GPU-hour"))
+    rows.append(("MFU definition", f["mfu_definition"]))
+    return table(f"training run of the plan on {e.devices_used} devices", ["figure", "value"], rows, left=True)
+
+
+def _write_emit(args, text: str) -> None:
+    from pathlib import Path
+
+    try:
+        Path(args.emit_file).write_text(text, encoding="utf-8")
+    except OSError as err:
+        raise ConfigError(f"--emit-file {args.emit_file}: cannot write: {err.strerror}") from None
 
 
 def _breakdown_table(e) -> object:
@@ -223,33 +267,64 @@ def _setting_table(title: str, rows) -> object:
 
 def cmd_plan(args) -> int:
     api.check_html_path(args.html)
+    api.check_emit_file(args.emit_file)
+    if args.emit_file and not args.emit:
+        raise ConfigError("--emit-file writes the --emit settings; give --emit megatron|nemo|torchtitan too")
+    _check_figure_args(args)
     # The plan first, then any output: bad input (or no possible plan) leaves stdout empty, not half a result.
     where = (args.model, args.accelerator, args.devices, args.global_batch, args.cluster)
     res = api.plan(*where, runtime=_runtime(args), space=_plan_space(args), seq_len=args.seq, top_k=args.top)
+    launch = api.launch_settings(res.best, args.emit, args.model, args.seq) if args.emit else None
+    figures = _figures(args, res.best)
     if not args.json:
         print_tables(_setting_table("setting", api.plan_setting(res, *where, seq_len=args.seq)))
     if args.html:
-        written = api.plan_report(res, args.html, *where, seq_len=args.seq)
+        written = api.plan_report(res, args.html, *where, seq_len=args.seq, framework=args.emit or "megatron")
         if not args.quiet:
             print(f"phaze plan: HTML report written to {written}", file=sys.stderr)
+    text = None
+    if launch is not None:
+        from phaze.report.launch import launch_text
+        text = launch_text(launch, args.emit)
+        if args.emit_file:
+            _write_emit(args, text)
+            if not args.quiet:
+                print(f"phaze plan: {args.emit} launch settings written to {args.emit_file}", file=sys.stderr)
     base_rows = [(b.name,) + (_eval_rows([b.evaluation])[0] if b.evaluation is not None else
-                              ("-", "-", "-", "-", "-", "-", f"not built: {b.reason}"))
+                              ("-",) * (len(_EVAL_COLS) - 1) + (f"not built: {b.reason}",))
                  + (b.note or b.reason or "",) for b in res.baselines]
     t1 = table("best plan and alternatives", _EVAL_COLS, _eval_rows((res.best,) + tuple(res.alternatives)))
     t2 = table("baselines (evaluated separately)", ["baseline"] + _EVAL_COLS + ["note"], base_rows)
-    return _out(args, res.to_dict(), t1, _breakdown_table(res.best), t2)
+    if args.json:
+        data = res.to_dict()
+        if figures:
+            data["best"].update(figures)
+        if launch is not None:
+            data["launch"] = {args.emit: {k: v for k, v in launch.items() if k != "comments"}}
+        print(dumps(data))
+        return 0
+    tables = [t1, _breakdown_table(res.best), t2] + ([_figures_table(figures, res.best)] if figures else [])
+    print_tables(*tables)
+    if text is not None and not args.emit_file:
+        print(f"\n# {args.emit} launch settings of the best plan\n" + text, end="")
+    return 0
 
 
 def cmd_evaluate(args) -> int:
+    _check_figure_args(args)
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
                           args.sequence_parallel, args.zero1, args.cp, args.ep, args.etp)
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, shape, args.cluster,
                           _runtime(args), args.seq)
+    figures = _figures(args, e)
     t1 = table("plan", _EVAL_COLS, _eval_rows([e]))
     t2 = table("iteration breakdown", ["part", "time"],
                [(k, si(getattr(e, k), "s")) for k in ("pipeline_s", "steady_s", "bubble_s", "p2p_s",
                                                       "dp_allreduce_s", "optimizer_step_s", "iteration_time_s")])
-    return _out(args, e.to_dict(), t1, t2, _breakdown_table(e))
+    data = e.to_dict()
+    if figures:
+        data.update(figures)
+    return _out(args, data, t1, t2, _breakdown_table(e), *([_figures_table(figures, e)] if figures else []))
 
 
 def cmd_validate(args) -> int:

@@ -179,6 +179,22 @@ H100_80G = Accelerator(
 
 ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, TPUV4, A100_80G, H100_80G)}
 
+# Board power (TDP) of the GPU presets, W: what the energy of a training run (``phaze plan --tokens``) counts per
+# GPU, the GPUs alone (no host CPUs, NICs, switches or cooling). NVIDIA A100 Tensor Core GPU datasheet
+# (A100 80GB SXM: "Max Thermal Design Power (TDP) 400W"); NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: "Max
+# Thermal Design Power (TDP) Up to 700W (configurable)").
+BOARD_POWER_W: dict[str, float] = {"a100-80g": 400.0, "h100-80g": 700.0}
+
+
+def device_power_w(acc: Accelerator) -> tuple[float, str]:
+    """The power a device draws for the energy of a training run, W, and what it is: a GPU preset's board TDP,
+    else the chip model's peak power (``hardware.power.peak_power_w``; NaN for the paper's template)."""
+    if acc.name in BOARD_POWER_W and acc == ACCELERATORS[acc.name]:
+        return BOARD_POWER_W[acc.name], f"{acc.name} board TDP ({BOARD_POWER_W[acc.name]:g} W, datasheet), GPUs only"
+    from phaze.hardware.power import peak_power_w
+    w = float(peak_power_w(acc))
+    return w, f"{acc.name} peak power from phaze's chip power model ({w:.0f} W), chips only"
+
 
 def get_accelerator(name: str) -> Accelerator:
     """A preset chip by name, or a YAML/JSON file with the fields of ``Accelerator``; unknown names raise

@@ -245,6 +245,20 @@ class StageBreakdown:
     moe_imbalance_s: float = 0.0  # of fwd_s + bwd_s: the busiest EP rank's time beyond the mean's
 
 
+# What ``Evaluation.mfu`` is (``evaluate_costs``; ``layer_costs.model_forward_flops_per_sequence``), said in
+# --help, the report and docs/gpu-plans.md.
+MFU_DEFINITION = (
+    "MFU = 3 x F x global batch / (iteration time x devices used x peak), F = the model's forward matrix FLOPs "
+    "per sequence: every GEMM of the blocks (QKV, attention scores and probs x V over all s keys, i.e. not halved "
+    "for the causal mask (a sliding window counts its band), output projection, MLP; an MoE block the GEMMs "
+    "of its layer graph, i.e. the experts its tokens are routed to) and the LM head (the embedding lookup none), so 6N + the attention term "
+    "of Narayanan et al. 2021 (Megatron-LM's formula before Megatron-Core halved the causal attention term); "
+    "recompute not counted; peak = the chip's dense 16-bit (BF16/FP16) tensor-core peak (H100 SXM 989.4, A100 "
+    "311.9 TFLOP/s)")
+MFU_FP8_NOTE = ("; this is an FP8 plan: its MFU is against the BF16 dense peak, as NVIDIA's tables report it "
+                "(against the FP8 dense peak it would be about half)")
+
+
 @dataclass(frozen=True)
 class Evaluation:
     """Breakdown of one iteration (one global batch) of a plan, SI units.
@@ -281,9 +295,27 @@ class Evaluation:
     def devices_used(self) -> int:
         return self.plan.devices
 
+    @property
+    def tokens_per_s_per_device(self) -> float:
+        """Training tokens per second per device used: global batch x sequence / iteration / devices used."""
+        return self.throughput_tokens_per_s / self.devices_used
+
+    @property
+    def model_tflops_per_device(self) -> float:
+        """Model TFLOP/s per device used: ``model_flops_per_iteration`` / iteration / devices used / 1e12 (the
+        numerator of ``mfu``; recompute not counted)."""
+        return self.model_flops_per_iteration / self.iteration_time_s / self.devices_used / 1e12
+
+    @property
+    def mfu_definition(self) -> str:
+        """How ``mfu`` is computed, in words (``MFU_DEFINITION``; an FP8 plan says its peak is the 16-bit one)."""
+        return MFU_DEFINITION + (MFU_FP8_NOTE if self.plan.precision == "fp8" else "")
+
     def to_dict(self) -> dict:
         d = self.plan.to_dict()
         d["devices_used"] = self.devices_used
+        d.update(tokens_per_s_per_device=self.tokens_per_s_per_device,
+                 model_tflops_per_device=self.model_tflops_per_device, mfu_definition=self.mfu_definition)
         d.update({k: getattr(self, k) for k in ("devices_given", "memory_reserve_bytes",
             "time_model", "iteration_time_s", "throughput_seq_per_s", "throughput_tokens_per_s", "mfu",
             "memory_bytes_per_device", "memory_capacity_bytes", "fits", "oom_stage", "memory_excess_bytes",

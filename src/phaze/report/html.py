@@ -231,14 +231,20 @@ def _eval_row(label: str, ev: dict | None, describe: str, best_tput: float, reas
             times(ev["throughput_seq_per_s"] / best_tput if best_tput else None), pct(ev["mfu"]), fits]
 
 
-def plan_report_html(result, setting: list[tuple[str, str]], detail) -> str:
+def plan_report_html(result, setting: list[tuple[str, str]], detail, launch=None) -> str:
+    from html import escape
+
     best = result.best
     ev = detail.evaluation
     bt = best.throughput_seq_per_s
-    used = ev["pp"] * ev["tp"] * ev["dp"]
-    answer = (f'<div class="answer"><b>Best plan</b>: {best.plan.describe()}<br>{bt:.4g} seq/s, iteration '
-              f'{si_s(best.iteration_time_s)}, MFU {best.mfu:.1%}, {used} of {detail.devices_given} devices, peak memory '
-              f'{best.memory_bytes_per_device / 2**30:.2f} of {best.memory_capacity_bytes / 2**30:.0f} GiB per device</div>')
+    used = best.devices_used
+    fp8 = " of the BF16 dense peak (an FP8 plan)" if best.plan.precision == "fp8" else ""
+    answer = (f'<div class="answer"><b>Best plan</b>: {best.plan.describe()}<br>{bt:.4g} seq/s, '
+              f'{best.tokens_per_s_per_device:,.0f} tokens/s/GPU, {best.model_tflops_per_device:.1f} model TFLOP/s/GPU, '
+              f'iteration {si_s(best.iteration_time_s)}, MFU {best.mfu:.1%}{fp8}, {used} of {detail.devices_given} '
+              f'devices, peak memory {best.memory_bytes_per_device / 2**30:.2f} of '
+              f'{best.memory_capacity_bytes / 2**30:.0f} GiB per device</div>'
+              f'<p>{escape(best.mfu_definition)}.</p>')
     rows = [_eval_row("best", best.to_dict(), best.plan.describe(), bt)]
     rows += [_eval_row(f"alternative {i + 1}", a.to_dict(), a.plan.describe(), bt) for i, a in enumerate(result.alternatives)]
     rows += [_eval_row(f"baseline: {b.name}", b.evaluation.to_dict() if b.evaluation else None,
@@ -252,8 +258,11 @@ def plan_report_html(result, setting: list[tuple[str, str]], detail) -> str:
     st = result.stats
     stats = kv_table([(k.replace("_", " "), f"{v:,}" if isinstance(v, int) else f"{v:.4g}")
                       for k, v in (st.__dict__.items() if st else [])])
-    sections = [Section("answer", "The answer", answer), Section("assumptions", "Assumptions", kv_table(setting)),
-                Section("versus", "Best plan, alternatives and baselines side by side", versus)]
+    sections = [Section("answer", "The answer", answer)]
+    if launch is not None:
+        sections.append(Section("launch", "Launch settings", launch_html(*launch)))
+    sections += [Section("assumptions", "Assumptions", kv_table(setting)),
+                 Section("versus", "Best plan, alternatives and baselines side by side", versus)]
     sections += _plan_sections([detail], detail.accelerator.name)
     sections.append(Section("counts", "How the optimizer got there", stats or note("no statistics")))
     return page(f"phaze plan: {detail.model} on {detail.devices_given} x {detail.accelerator.name}",
@@ -264,11 +273,35 @@ def setting_value(setting: list[tuple[str, str]], key: str) -> str:
     return next((v for k, v in setting if k == key), "")
 
 
-def write_plan_report(result, path: str, detail, setting: list[tuple[str, str]]) -> str:
+def write_plan_report(result, path: str, detail, setting: list[tuple[str, str]], launch=None) -> str:
     """Write the ``phaze plan`` report to ``path`` (.html); returns the path. ``detail``: the best plan's
-    ``phaze.placement.detail.PlanDetail`` (its evaluation and block schedules)."""
+    ``phaze.placement.detail.PlanDetail`` (its evaluation and block schedules); ``launch``: (framework, its
+    ``phaze.report.launch`` settings) of the best plan, shown with a copy button."""
     check_output_path(path)
-    return _write(path, plan_report_html(result, setting, detail))
+    return _write(path, plan_report_html(result, setting, detail, launch))
+
+
+# the copy button's script: inline, no network; copies the <pre> of its section
+_COPY_SCRIPT = ("<script>function phazeCopy(id){var t=document.getElementById(id).textContent;"
+                "if(navigator.clipboard){navigator.clipboard.writeText(t);}else{var r=document.createRange();"
+                "r.selectNodeContents(document.getElementById(id));var s=window.getSelection();s.removeAllRanges();"
+                "s.addRange(r);document.execCommand('copy');}}</script>")
+
+
+def launch_html(framework: str, settings: dict) -> str:
+    """The launch settings block: the text to paste in a <pre>, a copy button, the warnings listed."""
+    from html import escape
+
+    from phaze.report.launch import launch_text
+
+    names = {"megatron": "Megatron-Core 0.15 arguments", "nemo": "NeMo 2 recipe overrides",
+             "torchtitan": "TorchTitan TOML"}
+    warn = "".join(f"<li>{escape(w)}</li>" for w in settings["warnings"])
+    return (f'<p>{names[framework]} of the best plan (<code>phaze plan --emit {framework}</code>; the others: '
+            f'<code>--emit megatron|nemo|torchtitan</code>). <button type="button" onclick="phazeCopy(\'launch-{framework}\')">'
+            f'Copy</button></p><pre id="launch-{framework}">{escape(launch_text(settings, framework))}</pre>'
+            + (f"<p>What {framework} cannot express of the plan:</p><ul>{warn}</ul>" if warn else "")
+            + _COPY_SCRIPT)
 
 
 # ---- reproduce ----------------------------------------------------------------------------------------
