@@ -30,3 +30,12 @@ def test_bad_export_paths_are_refused_before_work(tmp_path):
         with pytest.raises(ConfigError, match="--export-chip"):
             api.check_export_path(bad)
 
+
+
+def test_cli_exports_the_winner_and_refuses_a_bad_path_first(cli, tmp_path):
+    import os
+
+    code, out, err = cli("search", "--model", "gpt2-xl", "--store", str(tmp_path / "s.db"), "--export-chip",
+                         str(tmp_path / "none" / "w.json"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--export-chip" in err
+    assert not os.path.exists(tmp_path / "s.db")  # refused before any work

@@ -278,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-prune", action="store_true", help="evaluate every candidate exactly, slow (default: off)")
     p.add_argument("--pareto", action="store_true",
                    help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
+    p.add_argument("--export-chip", default=None, metavar="FILE",
+                   help="also write the winning chip (its HBM set) as a chip file, .json or .yaml, that "
+                        "--accelerator FILE takes (evaluate, plan, search) (default: none)")
     p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "latency", "edp"),
                    default=None,
                    help="co-search: what the score measures, each relative to the TPUv4-like chip: throughput, "

@@ -443,6 +443,8 @@ def _search_kw(args) -> dict:
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
     """Check every output first, print the setting, search, then write the reports and print the tables."""
     api.check_html_path(html)
+    export = getattr(args, "export_chip", None)
+    api.check_export_path(export)
     if plot:
         from phaze.report.plots import check_plot_dir
         check_plot_dir(plot)
@@ -459,6 +461,8 @@ def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str |
         notes.append("plots written: " + ", ".join(search_plots(res, plot)))
     if html:
         notes.append(f"HTML report written to {api.search_report(res, html)} (open it in a browser)")
+    if export:
+        notes.append(f"winning chip written to {api.export_chip(res, export)} (use --accelerator {export})")
     from phaze.report.search import search_tables
     code = _out(args, res.to_dict(), *search_tables(res))
     if not args.json:
@@ -479,7 +483,7 @@ def cmd_search(args) -> int:
 def _spotlight(args) -> int:
     from phaze.report.reproduce import spotlight_tables
 
-    for flag in ("html", "plot", "pareto", "resume", "no_prune"):
+    for flag in ("html", "plot", "pareto", "resume", "no_prune", "export_chip"):
         if getattr(args, flag):
             raise ConfigError(f"--{flag.replace('_', '-')} is an option of the co-search, not of --baseline "
                                   f"spotlight")
