@@ -7,7 +7,8 @@ calls it: ``workload`` (models), ``chip`` (one chip: estimate, schedule, presets
 the plan space are built once by the caller (``Runtime``, ``PlanSpace``) and passed whole.
 """
 from phaze.api.chip import Estimate, LayerSchedule, OpEstimate, arch, chip_file, estimate, schedule_layers
-from phaze.api.plan import (PlanShape, check_emit_file, check_price, evaluate_plan, launch_settings, parse_count, plan,
+from phaze.api.plan import (PlanShape, check_emit_file, check_price, evaluate_args, evaluate_plan, launch_settings,
+                            parse_count, plan,
                             plan_report, plan_setting, training_figures)
 from phaze.api.report import load_reproduce_rows, report
 from phaze.api.resolve import (check_html_path, check_ranges, check_tp_overlap_config, default_cluster,
@@ -23,7 +24,7 @@ from phaze.workload.runtime import MOE_DISPATCHERS, PAPER_PLAN_SPACE, PAPER_RUNT
 
 __all__ = [
     "Estimate", "LayerSchedule", "OpEstimate", "arch", "chip_file", "estimate", "schedule_layers",
-    "PlanShape", "check_emit_file", "check_price", "launch_settings", "parse_count", "training_figures", "evaluate_plan", "plan", "plan_report", "plan_setting", "load_reproduce_rows", "report",
+    "PlanShape", "evaluate_args", "check_emit_file", "check_price", "launch_settings", "parse_count", "training_figures", "evaluate_plan", "plan", "plan_report", "plan_setting", "load_reproduce_rows", "report",
     "check_html_path", "check_ranges", "check_tp_overlap_config", "default_cluster", "resolve_accelerator",
     "resolve_cluster", "resolve_model", "exact_rows", "export_chip", "check_export_path", "load_search", "reproduce", "results", "search",
     "search_report", "search_setting", "search_spec", "spotlight", "validate", "validate_chip",

@@ -50,6 +50,7 @@ class PlanShape:
     cp: int = 1
     ep: int = 1
     etp: int = 1
+    stage_layers: tuple[int, ...] | None = None  # blocks per (virtual) stage; None: as even as possible
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -57,6 +58,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     """Evaluate one plan of ``shape`` with balanced stages under ``runtime`` (default ``Runtime()``):
     iteration time, throughput, MFU, memory per stage (an ``Evaluation``)."""
     from phaze.placement import Plan, Recompute, evaluate
+    from phaze.placement.plan import plan_from_blocks
 
     recompute = Recompute.parse(shape.recompute, stages=shape.pp, what="--recompute")
     tp, pp, dp, mbs, cp = shape.tp, shape.pp, shape.dp, shape.mbs, shape.cp
@@ -74,9 +76,17 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
         raise ConfigError(f"--tp {tp} is not valid for {m.name}: {m.tp_rule}")
     if global_batch % (mbs * dp):
         raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
-    p = Plan.balanced(m.num_layers, pp, tp, dp, mbs, global_batch // (mbs * dp), interleave=shape.interleave,
-                      recompute=recompute, sequence_parallel=sp, zero1=shape.zero1, cp=cp, runtime=runtime.for_shape(tp, sp),
-                      ep=shape.ep, etp=shape.etp)
+    kw = dict(tp=tp, dp=dp, microbatch_size=mbs, num_microbatches=global_batch // (mbs * dp),
+              interleave=shape.interleave, recompute=recompute, sequence_parallel=sp, zero1=shape.zero1, cp=cp,
+              runtime=runtime.for_shape(tp, sp), ep=shape.ep, etp=shape.etp)
+    if shape.stage_layers is not None:
+        blocks = tuple(shape.stage_layers)
+        if len(blocks) != pp * shape.interleave or sum(blocks) != m.num_layers or min(blocks) < 0:
+            raise ConfigError(f"--stage-layers {','.join(map(str, blocks))}: give {pp * shape.interleave} block "
+                              f"counts (pp x interleave) adding up to the {m.num_layers} blocks of {m.name}")
+        p = plan_from_blocks(blocks, **kw)
+    else:
+        p = Plan.balanced(m.num_layers, pp, **kw)
     return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
 
 
@@ -186,3 +196,32 @@ def check_emit_file(path: str | None, option: str = "--emit-file") -> None:
         raise ConfigError(f"{option} {path}: directory {parent} does not exist; create it or pick another path")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise ConfigError(f"{option} {path}: not writable; pick a writable path")
+
+
+def evaluate_args(plan) -> list[str]:
+    """The ``phaze evaluate`` arguments (beyond model, accelerator, devices, global batch and cluster) that
+    rebuild ``plan`` exactly: its shape, its stages as --stage-layers, and its runtime, so the plan re-evaluates
+    to the time ``plan`` reported."""
+    blocks = [max(0, min(b, plan.num_layers - 1) - max(a, 1)) for a, b in plan.stages]
+    rt, default = plan.runtime, Runtime()
+    out = ["--tp", str(plan.tp), "--pp", str(plan.pp), "--dp", str(plan.dp), "--mbs", str(plan.microbatch_size),
+           "--interleave", str(plan.interleave), "--recompute", ",".join(plan.recompute_modes)
+           if not plan.recompute.is_uniform else plan.recompute_modes[0],
+           "--stage-layers", ",".join(map(str, blocks))]
+    out += ["--sequence-parallel"] if plan.sequence_parallel else []
+    out += ["--zero1"] if plan.zero1 else []
+    for flag, value in (("--cp", plan.cp), ("--ep", plan.ep), ("--etp", plan.etp)):
+        out += [flag, str(value)] if value != 1 else []
+    out += ["--attention", rt.attention, "--precision", rt.precision, "--grad-dtype", rt.grad_dtype,
+            "--optimizer-state", rt.optimizer_state,
+            "--memory-reserve-gib", repr(rt.memory_reserve_bytes / 2**30)]
+    out += ["--tp-overlap", "--tp-overlap-config", rt.tp_overlap_config] if rt.tp_overlap else []
+    out += ["--dp-overlap"] if rt.dp_overlap else []
+    out += ["--deterministic"] if rt.deterministic else []
+    out += ["--no-grad-accum-fusion"] if not rt.grad_accum_fusion else []
+    if rt.moe_dispatcher != default.moe_dispatcher:
+        out += ["--moe-dispatcher", rt.moe_dispatcher]
+    if rt.moe_routing != default.moe_routing:
+        out += ["--moe-routing", rt.moe_routing]
+    out += ["--moe-a2a-overlap"] if rt.moe_a2a_overlap else []
+    return out

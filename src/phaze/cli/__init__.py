@@ -226,6 +226,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dp", type=int, required=True, help="data-parallel replicas (required)")
     p.add_argument("--mbs", type=int, required=True, help="microbatch size in sequences (required)")
     p.add_argument("--interleave", type=int, default=1, help="virtual stages per device (default: 1)")
+    p.add_argument("--stage-layers", type=_int_list, default=None,
+                   help="blocks per pipeline stage (pp x interleave counts, first to last), e.g. 19,21,21,19; "
+                        "the embedding goes with the first, the head with the last (default: as even as possible)")
     p.add_argument("--recompute", type=_str_list, default=("none",),
                    help="one mode (none, selective, full) or one per pipeline stage, e.g. full,full,none,none "
                         "(default: none)")

@@ -297,6 +297,8 @@ def cmd_plan(args) -> int:
     t2 = table("baselines (evaluated separately)", ["baseline"] + _EVAL_COLS + ["note"], base_rows)
     if args.json:
         data = res.to_dict()
+        for d, ev in zip([data["best"], *data["alternatives"]], (res.best, *res.alternatives)):
+            d["evaluate_args"] = api.evaluate_args(ev.plan)
         if figures:
             data["best"].update(figures)
         if launch is not None:
@@ -313,7 +315,8 @@ def cmd_plan(args) -> int:
 def cmd_evaluate(args) -> int:
     _check_figure_args(args)
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
-                          args.sequence_parallel, args.zero1, args.cp, args.ep, args.etp)
+                          args.sequence_parallel, args.zero1, args.cp, args.ep, args.etp,
+                          tuple(args.stage_layers) if args.stage_layers else None)
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, shape, args.cluster,
                           _runtime(args), args.seq)
     figures = _figures(args, e)
