@@ -26,11 +26,13 @@ EXPERT_POPULARITY_CV = 0.015
 
 
 def busiest_rank_factor(num_experts: int, ep: int, routing: str, capacity_factor: float | None) -> float:
-    """The busiest EP rank's assignments over the mean rank's (1 for balanced routing or ep = 1 with
-    capacity-free routing of all experts on one rank)."""
-    if routing == "balanced" or ep <= 1:
+    """The busiest EP rank's assignments over the mean rank's: 1 for balanced routing, and for dropless routing
+    at ep = 1 (every expert on one rank); a capacity factor F caps it at F (below 1: tokens dropped)."""
+    if routing == "balanced":
         return 1.0
-    dropless = 1.0 + EXPERT_POPULARITY_CV * math.sqrt(ep / num_experts) * math.sqrt(2.0 * math.log(ep))
-    if capacity_factor is not None:
+    dropless = 1.0
+    if ep > 1:
+        dropless += EXPERT_POPULARITY_CV * math.sqrt(ep / num_experts) * math.sqrt(2.0 * math.log(ep))
+    if capacity_factor is not None:  # a cap below the mean drops tokens even on one rank
         return min(dropless, capacity_factor)
     return dropless
