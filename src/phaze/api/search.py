@@ -14,6 +14,20 @@ SETTING_FIELDS = ("devices", "global_batch", "microbatch_sizes", "tp_values", "h
                   "pareto", "objective", "tdp_w")
 
 
+def reference_tdp_w(space) -> float | None:
+    """The default power cap of a co-search (issue 34): the reference chip's (TPUv4-like) peak power under the
+    space's power model, so a winner is not credited with power the reference does not draw; None (no cap) for
+    the paper's template, which has no power model."""
+    import math
+
+    from phaze.hardware.power import peak_power_w
+
+    if space.template != "chip":
+        return None
+    p = float(peak_power_w(space.reference))
+    return p if math.isfinite(p) else None
+
+
 def search_spec(models, space: str = "default", budget_mm2: float | None = None, seq_len: int | None = None,
                 **setting):
     """The SearchSpec ``search`` runs (every input checked; no work done). ``setting``: ``SETTING_FIELDS`` by
@@ -29,12 +43,14 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
     if unknown:
         raise ConfigError(f"search: unknown setting {', '.join(unknown)}; use {', '.join(SETTING_FIELDS)}")
     setting = {k: v for k, v in setting.items() if v is not None or k in ("tdp_w", "tp_values")}
+    tdp = setting.pop("tdp_w", "reference")
     for k in ("microbatch_sizes", "hbm_gib", "recompute_modes", "tp_values"):
         if setting.get(k) is not None:
             setting[k] = tuple(setting[k])
     check_ranges(budget_mm2=budget_mm2, devices=setting.get("devices"), global_batch=setting.get("global_batch"))
     ds = resolve_space(space, budget_mm2)
-    spec = SearchSpec(models=tuple(with_seq(resolve_model(m), seq_len) for m in models), space=ds, space_name=str(space), **setting)
+    spec = SearchSpec(models=tuple(with_seq(resolve_model(m), seq_len) for m in models), space=ds,
+                      space_name=str(space), tdp_w=reference_tdp_w(ds) if tdp == "reference" else tdp, **setting)
     get_cluster(spec.cluster, spec.devices)  # an unknown cluster fails here, before any work
     cands = enumerate_space(ds)
     if len(cands) == 0:

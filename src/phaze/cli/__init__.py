@@ -289,8 +289,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="co-search: what the score measures, each relative to the TPUv4-like chip: throughput, "
                         "throughput per mm^2, or throughput per W of peak power (default: throughput); "
                         "--baseline spotlight: latency or edp (default: latency)")
-    p.add_argument("--tdp-w", type=float, default=None,
-                   help="leave out chips whose peak power exceeds this many watts (default: no limit)")
+    p.add_argument("--tdp-w", default="reference", metavar="W|reference|none",
+                   help="leave out chips whose peak power exceeds W watts; 'reference' caps them at the TPUv4-like "
+                        "reference chip's peak power (240 W in the default space), so no winner draws more than "
+                        "the chip it is compared with; 'none' lifts the cap; the paper's space has no power model "
+                        "and no cap (default: reference)")
     p.add_argument("--plot", default=None, help="directory for PNG plots; needs the [plot] extra (default: none)")
     p.add_argument("--html", default=None, help="write a self-contained HTML report to this .html file "
                                                 "(default: none)")

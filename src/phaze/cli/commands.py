@@ -435,11 +435,28 @@ def _ratio(case, part: str) -> str:
     return "-" if not z else f"{case.phaze_pj[part] / z:.2f}"
 
 
+def _tdp(value):
+    """--tdp-w: 'reference' (the default cap), 'none' (no cap) or a positive finite number of watts."""
+    import math
+
+    if value in (None, "reference"):
+        return "reference"
+    if str(value).lower() == "none":
+        return None
+    try:
+        w = float(value)
+    except ValueError:
+        w = math.nan
+    if not math.isfinite(w) or w <= 0:
+        raise ConfigError(f"--tdp-w must be a positive finite number of watts, 'reference' or 'none', got {value!r}")
+    return w
+
+
 def _search_kw(args) -> dict:
     return dict(models=args.model, space=args.space, budget_mm2=args.budget_mm2, devices=args.devices,
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
                 recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
-                objective=getattr(args, "objective", None) or "throughput", tdp_w=getattr(args, "tdp_w", None),
+                objective=getattr(args, "objective", None) or "throughput", tdp_w=_tdp(getattr(args, "tdp_w", "reference")),
                 seq_len=getattr(args, "seq", None))
 
 
@@ -493,7 +510,7 @@ def _spotlight(args) -> int:
     if args.objective not in (None, "latency", "edp"):
         raise ConfigError(f"--objective {args.objective} is an option of the co-search; --baseline spotlight takes "
                           f"latency or edp")
-    if args.tdp_w is not None:
+    if args.tdp_w != "reference":
         raise ConfigError("--tdp-w is an option of the co-search, not of --baseline spotlight")
     kw = {k: v for k, v in _search_kw(args).items() if k not in ("models", "pareto", "objective", "tdp_w")}
     res = api.spotlight(args.model, seed=args.seed, samples=args.samples, objective=args.objective or "latency",

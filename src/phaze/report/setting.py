@@ -76,6 +76,9 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
              ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
                              "CP-SAT fallback)"),
              ("score", "throughput divided by the TPUv4-like chip's under its own best plan (mean over models)"),
+             ("power cap", f"chips whose peak power exceeds {spec['tdp_w']:.1f} W are left out (--tdp-w; the default "
+                           f"is the TPUv4-like chip's own peak)" if spec.get("tdp_w")
+              else "none (--tdp-w none, or a space without a power model)"),
              ("Pareto front", "exact over the whole space" if spec.get("pareto")
               else "among the exactly evaluated candidates (--pareto makes it exact)")]
     return rows

@@ -1,0 +1,38 @@
+"""Issue 34 item 3: the co-search runs at the reference chip's power by default (--tdp-w reference), so its winner
+draws no more peak power than the TPUv4-like chip it is compared with; --tdp-w none lifts the cap; the paper's
+space (no power model) has none."""
+import pytest
+
+from phaze import api
+from phaze.hardware.power import peak_power_w
+from phaze.hardware.space import resolve_space
+
+
+def test_default_cap_is_the_references_peak_power():
+    ds = resolve_space("default", None)
+    ref = float(peak_power_w(ds.reference))
+    assert 200 < ref < 300  # the TPUv4-like chip's modelled peak (240 W)
+    assert api.search_spec(["gpt2-xl"]).tdp_w == pytest.approx(ref)
+    assert api.search_spec(["gpt2-xl"], tdp_w=None).tdp_w is None
+    assert api.search_spec(["gpt2-xl"], tdp_w=300.0).tdp_w == 300.0
+    assert api.search_spec(["gpt2-xl"], space="paper").tdp_w is None
+
+
+def test_cli_values(cli):
+    from phaze.cli import build_parser
+    from phaze.cli.commands import _search_kw
+    p = build_parser()
+    base = ["search", "--model", "gpt2-xl"]
+    assert _search_kw(p.parse_args(base))["tdp_w"] == "reference"
+    assert _search_kw(p.parse_args(base + ["--tdp-w", "none"]))["tdp_w"] is None
+    assert _search_kw(p.parse_args(base + ["--tdp-w", "250"]))["tdp_w"] == 250.0
+    for bad in ("inf", "nan", "0", "-3", "lots"):
+        code, out, err = cli(*base, f"--tdp-w={bad}", "--store", "/nonexistent/x.db")
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "--tdp-w" in err
+
+
+def test_setting_says_the_cap():
+    rows = dict(api.search_setting(api.search_spec(["gpt2-xl"])))
+    assert "peak power exceeds" in rows["power cap"]
+    assert rows["power cap"].startswith("chips")
+    assert dict(api.search_setting(api.search_spec(["gpt2-xl"], tdp_w=None)))["power cap"].startswith("none")
