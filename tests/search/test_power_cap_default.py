@@ -36,3 +36,18 @@ def test_setting_says_the_cap():
     assert "peak power exceeds" in rows["power cap"]
     assert rows["power cap"].startswith("chips")
     assert dict(api.search_setting(api.search_spec(["gpt2-xl"], tdp_w=None)))["power cap"].startswith("none")
+
+
+def test_perf_per_watt_beside_throughput(tmp_path):
+    from phaze.report.search import per_watt_text
+    from phaze.search import SearchSpec, run_search
+    from tinysearch import SPACE, TINY
+
+    spec = SearchSpec(models=(TINY,), space=SPACE, space_name="tiny", hbm_gib=(1, 2), microbatch_sizes=(1,),
+                      recompute_modes=("none",), devices=16, global_batch=32)
+    res = run_search(spec, str(tmp_path / "s.db"), workers=1, quiet=True)
+    o, r = res.best.outcomes[0], res.references[0]
+    assert o.power_w > 0 and r.power_w > 0
+    assert per_watt_text(res.best, res) == (f"; seq/s per W of average power: tiny "
+                                            f"{o.throughput_seq_per_s / o.power_w:.1f} vs TPUv4-like "
+                                            f"{r.best_seq_per_s / r.power_w:.1f}")

@@ -84,7 +84,7 @@ def search_tables(res) -> list:
     what = {"throughput": "mean throughput", "perf-per-area": "mean throughput per mm^2",
             "perf-per-watt": "mean throughput per W of peak power"}[res.spec.get("objective", "throughput")]
     out.append(table(f"best chip: {chip_text(b)}, {b.area_mm2:.2f} mm^2, HBM {b.hbm_gib} GiB "
-                     f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best)",
+                     f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best){per_watt_text(b, res)}",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                       "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))
     if res.per_model:
@@ -106,6 +106,14 @@ def search_tables(res) -> list:
 
 
 MAX_FRONT_ROWS = 25
+
+
+def per_watt_text(best, res) -> str:
+    """Perf/W beside throughput (issue 34): the winner's and the reference's sequences per second per watt of
+    average power, per model ("" without a power model)."""
+    parts = [f"{o.model} {o.throughput_seq_per_s / o.power_w:.1f} vs TPUv4-like {r.best_seq_per_s / r.power_w:.1f}"
+             for o, r in zip(best.outcomes, res.references) if o.power_w and r.power_w]
+    return f"; seq/s per W of average power: {', '.join(parts)}" if parts else ""
 
 
 def _alone_row(r, ref) -> tuple:
