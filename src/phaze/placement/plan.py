@@ -13,11 +13,11 @@ from typing import Iterable, Mapping
 from phaze.errors import ConfigError
 from phaze.placement.recompute import Recompute
 from phaze.workload.config import DEFAULT_GRAD_DTYPE, DEFAULT_OPTIMIZER_STATE, DEFAULT_TP_OVERLAP_CONFIG
-from phaze.workload.runtime import PlanSpace, Runtime
+from phaze.workload.runtime import PlanSpace, Runtime, RuntimeFields
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(RuntimeFields):
     """One training plan.
 
     ``stages``: the (first_layer, last_layer_exclusive) ranges of the pipeline's virtual stages in order.
@@ -80,17 +80,6 @@ class Plan:
                               f"got {self.recompute!r}")
         if self.recompute.stages not in (1, self.pp):
             raise ConfigError(f"plan: {self.recompute.stages} per-stage recompute modes for {self.pp} pipeline stages")
-
-    # the runtime's fields, read by name (the plan runs under its runtime)
-    attention = property(lambda self: self.runtime.attention)
-    precision = property(lambda self: self.runtime.precision)
-    tp_overlap = property(lambda self: self.runtime.tp_overlap)
-    tp_overlap_config = property(lambda self: self.runtime.tp_overlap_config)
-    dp_overlap = property(lambda self: self.runtime.dp_overlap)
-    grad_dtype = property(lambda self: self.runtime.grad_dtype)
-    optimizer_state = property(lambda self: self.runtime.optimizer_state)
-    deterministic = property(lambda self: self.runtime.deterministic)
-    grad_accum_fusion = property(lambda self: self.runtime.grad_accum_fusion)
 
     @property
     def pp(self) -> int:

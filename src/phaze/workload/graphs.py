@@ -24,8 +24,8 @@ from phaze.workload.traced import TracedModel, traced_layer_graph
 from phaze.workload.vector_kinds import vector_op
 
 LAYERS = LAYER_KINDS
-# Selective recompute re-runs the attention core only (Korthikanti et al. 2022, sec. 5).
-SELECTIVE_OPS = ("attn_scores", "softmax", "attn_dropout", "attn_v")
+# What selective recompute re-runs: phaze.workload.recompute_modules (by default the attention core only,
+# Korthikanti et al. 2022, sec. 5).
 # Flash attention (one fused kernel; softmax and dropout inside it) as its two GEMM halves, so the FLOPs are
 # exact: forward S = Q K^T and O = P V over the keys the causal mask leaves; the backward recomputes S
 # (the kernel never stores it) and computes dQ, dK, dP, dV: 5 GEMMs, i.e. 2.5x the forward (Dao et al.,

@@ -34,7 +34,6 @@ OPTIMIZERS: dict[str, tuple[int, int, int]] = {"adam": (2, 4, 12), "sgd": (2, 2,
 # "store bits required to reconstruct FP32 params", the 16 bits a bf16 weight lacks). Hence
 # "fp32-remainders" 8 + 2, "bf16-master" 2 + 2 + 2, "bf16" 2 + 2.
 ADAM_STATE_BYTES: dict[str, int] = {"fp32": 12, "fp32-remainders": 10, "bf16-master": 6, "bf16": 4}
-ATTENTION_CORE = ("softmax.output", "attn_dropout.mask", "attn_dropout.output")
 # FP8 weights per parameter: Transformer Engine with FP8 parameters (NeMo's ``fp8_params=True``, as its H100
 # recipes set: github NVIDIA/dgxc-benchmarking llama3.1/configure.sh) keeps each linear weight as an FP8
 # tensor plus its FP8 transpose (Hopper's FP8 GEMMs take both operands K-major), 1 byte each, instead of the

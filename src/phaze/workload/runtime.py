@@ -248,8 +248,23 @@ PAPER_PLAN_SPACE = PlanSpace(interleave_values=(1,), sequence_parallel=(False,),
                              per_stage_recompute=False)
 
 
+class RuntimeFields:
+    """Reads a ``runtime`` attribute's fields by name (``setting.attention`` is ``setting.runtime.attention``):
+    shared by ``TrainSetting`` and ``phaze.placement.Plan``, which each run under one ``Runtime``."""
+
+    attention = property(lambda self: self.runtime.attention)
+    precision = property(lambda self: self.runtime.precision)
+    tp_overlap = property(lambda self: self.runtime.tp_overlap)
+    tp_overlap_config = property(lambda self: self.runtime.tp_overlap_config)
+    dp_overlap = property(lambda self: self.runtime.dp_overlap)
+    grad_dtype = property(lambda self: self.runtime.grad_dtype)
+    optimizer_state = property(lambda self: self.runtime.optimizer_state)
+    deterministic = property(lambda self: self.runtime.deterministic)
+    grad_accum_fusion = property(lambda self: self.runtime.grad_accum_fusion)
+
+
 @dataclass(frozen=True)
-class TrainSetting:
+class TrainSetting(RuntimeFields):
     """How one layer is run: its shape (microbatch size, sequence length, tensor-parallel width, sequence
     parallelism (Korthikanti et al. 2022), activation recomputation mode, context parallelism) and the
     ``runtime`` it runs under (kernels, number formats, overlaps: ``Runtime``). A setting built without a
@@ -280,16 +295,6 @@ class TrainSetting:
             raise ConfigError(f"runtime must be a Runtime, got {self.runtime!r}")
         self.runtime.check_shape(tp=self.tp, sequence_parallel=self.sequence_parallel, cp=self.cp,
                                  seq_len=self.seq_len)
-
-    # the runtime fields the cost terms read, by name
-    attention = property(lambda self: self.runtime.attention)
-    precision = property(lambda self: self.runtime.precision)
-    tp_overlap = property(lambda self: self.runtime.tp_overlap)
-    tp_overlap_config = property(lambda self: self.runtime.tp_overlap_config)
-    grad_dtype = property(lambda self: self.runtime.grad_dtype)
-    optimizer_state = property(lambda self: self.runtime.optimizer_state)
-    deterministic = property(lambda self: self.runtime.deterministic)
-    grad_accum_fusion = property(lambda self: self.runtime.grad_accum_fusion)
 
     @property
     def local_seq_len(self) -> int:
