@@ -55,14 +55,14 @@ def plan_of(blocks, **kw) -> Plan:
 
 
 def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices, interleave_values=(1,),
-                zero1=(False,), overlap=True):
-    """min iteration time over every plan (every partition, every t/p/d/v/zero1), evaluated by evaluate."""
+                zero=(False,), overlap=True):
+    """min iteration time over every plan (every partition, every t/p/d/v/zero), evaluated by evaluate."""
     best = math.inf
     for s, c in costs_by_setting.items():
-        for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
+        for d, m, p, z in plan_shapes(s, L, B, devices, zero):
             kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
                       recompute=Recompute.uniform(s.recompute),
-                      sequence_parallel=s.sequence_parallel, zero1=z, runtime=PLAN_RUNTIME)
+                      sequence_parallel=s.sequence_parallel, zero=z, runtime=PLAN_RUNTIME)
             plans = []
             for v in interleave_values:
                 if v == 1:
@@ -76,8 +76,8 @@ def brute_force(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices,
     return best
 
 
-def plan_shapes(s, L, B, devices, zero1):
-    """Every (d, m, p, zero1) of a setting: d divides B / mbs, p * t * d <= devices."""
+def plan_shapes(s, L, B, devices, zero):
+    """Every (d, m, p, zero) of a setting: d divides B / mbs, p * t * d <= devices."""
     mbs, t = s.microbatch_size, s.tp
     if B % mbs:
         return
@@ -87,7 +87,7 @@ def plan_shapes(s, L, B, devices, zero1):
         for p in range(1, L + 3):
             if p * t * d > devices:
                 break
-            for z in zero1:
+            for z in zero:
                 yield d, B // (mbs * d), p, z
 
 
@@ -98,7 +98,7 @@ def mode_vectors(modes, p: int):
 
 
 def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, devices, interleave_values=(1,),
-                      zero1=(False,), overlap=True):
+                      zero=(False,), overlap=True):
     """min iteration time over every plan where each pipeline stage picks its own recompute mode among
     the settings that differ only in recompute (interleaved plans too), by evaluate."""
     groups: dict = {}
@@ -106,9 +106,9 @@ def brute_force_mixed(costs_by_setting, L, cluster, B, device: DeviceSpec, *, de
         groups.setdefault(replace(s, recompute="none"), {})[s.recompute] = c
     best = math.inf
     for s, group in groups.items():
-        for d, m, p, z in plan_shapes(s, L, B, devices, zero1):
+        for d, m, p, z in plan_shapes(s, L, B, devices, zero):
             kw = dict(tp=s.tp, dp=d, microbatch_size=s.microbatch_size, num_microbatches=m,
-                      sequence_parallel=s.sequence_parallel, zero1=z, runtime=PLAN_RUNTIME)
+                      sequence_parallel=s.sequence_parallel, zero=z, runtime=PLAN_RUNTIME)
             plans = []
             for v in interleave_values:
                 if v == 1:

@@ -40,18 +40,19 @@ def layer_costs(draw, mbs=1, tp=1, recompute="none", overlap=True):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(c=layer_costs(), L=st_.integers(1, 6), p=st_.integers(1, 8), m=st_.integers(1, 6), d=st_.integers(1, 3),
-       cap=st_.floats(1e7, 5e8), zero1=st_.booleans(), overlap=st_.booleans(), lanes=st_.sampled_from(LANES))
-def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap, lanes):
+       cap=st_.floats(1e7, 5e8), zero=st_.sampled_from((0, 1, 2, 3)), overlap=st_.booleans(),
+       lanes=st_.sampled_from(LANES))
+def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero, overlap, lanes):
     if p > L + 2:
         return
     cluster = two_tier_cluster(n=64, fast=2)
     topo = st.Topology.of(cluster, 1, d, p)
     dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)
-    sol = MixedPartitionProblem({"none": c}, L, p, m, topo, cap, zero1, overlap, dev.hbm_Bps,
+    sol = MixedPartitionProblem({"none": c}, L, p, m, topo, cap, zero, overlap, dev.hbm_Bps,
                                 lane_ops_per_s=dev.lane_ops_per_s).solve()
     best, B = math.inf, m * d
     for bl in compositions(L, p):
-        plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1)
+        plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero=zero)
         ev = evaluate_costs(plan, c, cluster, B, dev, num_blocks=L, overlap_dp=overlap)
         if ev.fits:
             best = min(best, ev.iteration_time_s)
@@ -61,7 +62,7 @@ def test_partition_dp_equals_brute_force(c, L, p, m, d, cap, zero1, overlap, lan
     else:
         assert sol is not None
         assert math.isclose(sol.objective_s, best, rel_tol=1e-9), (sol, best)
-        plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1)
+        plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero=zero)
         ev = evaluate_costs(plan, c, cluster, B, dev, num_blocks=L, overlap_dp=overlap)
         assert ev.fits and math.isclose(ev.iteration_time_s, best, rel_tol=1e-9)
 
@@ -80,10 +81,10 @@ def test_search_equals_brute_force_over_all_plans(data, L, B, devices, cap, over
     cluster = two_tier_cluster(n=16, fast=4)
     dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)
     # overlap_dp comes from the settings' runtime (layer_costs(overlap=...))
-    space = PlanSpace(interleave_values=(1, 2), zero1=(False, True), per_stage_recompute=False)
+    space = PlanSpace(interleave_values=(1, 2), zero=(0, 1, 2, 3), per_stage_recompute=False)
     cands, stats, reason = best_plans_from_costs(costs, L, cluster, B, dev, space, devices=devices, top_k=3)
     ref = brute_force(costs, L, cluster, B, dev, devices=devices, interleave_values=(1, 2),
-                      zero1=(False, True), overlap=overlap)
+                      zero=(0, 1, 2, 3), overlap=overlap)
     event("feasible" if math.isfinite(ref) else "infeasible")
     if math.isinf(ref):
         assert not cands and reason

@@ -57,7 +57,7 @@ def test_param_gather_hides_behind_the_next_forward_hand_case():
 def test_evaluate_charges_the_zero1_sync_as_reduce_scatter_behind_bwd_and_gather_behind_fwd():
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-h100", 1024)
-    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, interleave=12, sequence_parallel=True, zero1=True,
+    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, interleave=12, sequence_parallel=True, zero=True,
                          runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", tp_overlap=True,
                                                     dp_overlap=True))
     ev = evaluate(plan, model, get_accelerator("h100-80g"), cluster, 1 * 64 * 32)
@@ -100,7 +100,7 @@ def test_designed_chips_pay_the_memory_share_and_single_replicas_nothing():
     from phaze.cost.overlap import transfer_interference
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-h100", 1024)
-    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, sequence_parallel=True, zero1=True, runtime=PLAN_RUNTIME)
+    plan = Plan.balanced(model.num_layers, 8, 4, 32, 1, 64, sequence_parallel=True, zero=True, runtime=PLAN_RUNTIME)
     from phaze.placement.evaluation import plan_costs
     acc = get_accelerator("tpuv4-like")
     chip = plan_costs(plan, model, acc, cluster)[plan.recompute_of(0)]

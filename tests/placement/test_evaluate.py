@@ -56,7 +56,7 @@ def test_memory_per_stage_by_hand_and_oom_report():
 
 
 def test_zero1_shards_optimizer_state():
-    plan = Plan(((0, 2), (2, 4)), tp=1, dp=2, microbatch_size=1, num_microbatches=2, zero1=True, runtime=PLAN_RUNTIME)
+    plan = Plan(((0, 2), (2, 4)), tp=1, dp=2, microbatch_size=1, num_microbatches=2, zero=True, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, two_stage_costs(), FLAT, 4, DeviceSpec(1e12, 1e12, 1.0), num_blocks=2)
     assert ev.stages[1].memory_bytes == pytest.approx(1200 * (2 + 4 + 12 / 2) + 1500)
 

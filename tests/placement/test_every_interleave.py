@@ -20,7 +20,7 @@ def test_no_hand_plan_with_v5_beats_plan():
             for rc in ("none", "full"):
                 hand = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128,
                                          api.PlanShape(tp, pp, dp, 1, interleave=v, recompute=rc,
-                                                       sequence_parallel=True, zero1=True), runtime=rt)
+                                                       sequence_parallel=True, zero=True), runtime=rt)
                 if hand.fits:
                     assert best.iteration_time_s <= hand.iteration_time_s * (1 + 1e-9), (hand.plan.describe(),
                                                                                          best.plan.describe())
@@ -37,8 +37,8 @@ def test_no_fit_names_the_sequence_and_the_largest_consumer_and_suggests_only_wh
         api.plan("gpt3-175b", "a100-80g", 8, 8)
     msg = str(exc.value)
     assert "sequence 2048" in msg and "weights, gradients and optimizer state" in msg
-    assert "recompute" not in msg.split("; use")[1] and "ZeRO-1" not in msg.split("; use")[1]
+    assert "recompute" not in msg.split("; use")[1] and "--zero" not in msg.split("; use")[1]
     with pytest.raises(InfeasibleError) as exc:
-        api.plan("gpt3-175b", "a100-80g", 8, 8, space=PlanSpace(recompute_modes=("none",), zero1=(False,)))
+        api.plan("gpt3-175b", "a100-80g", 8, 8, space=PlanSpace(recompute_modes=("none",), zero=(False,)))
     tips = str(exc.value).split("; use")[1]
-    assert "--recompute full" in tips and "ZeRO-1" in tips
+    assert "--recompute full" in tips and "--zero 3" in tips

@@ -34,9 +34,9 @@ BLOCK_PARAMS = 12 * H * H + 13 * H  # qkv 3h^2+3h, out h^2+h, fc1 4h^2+4h, fc2 4
 EMBED_PARAMS = 50257 * H + 1024 * H  # the HF vocabulary (not padded at t = 1) + learned positions
 
 
-def _eval(grad_dtype, *, pp=1, tp=1, dp=1, zero1=False, mbs=1, batch=None, cluster="dgx-a100"):
+def _eval(grad_dtype, *, pp=1, tp=1, dp=1, zero=False, mbs=1, batch=None, cluster="dgx-a100"):
     batch = batch or 8 * dp
-    plan = Plan.balanced(GPT2.num_layers, pp, tp, dp, mbs, batch // (mbs * dp), zero1=zero1,
+    plan = Plan.balanced(GPT2.num_layers, pp, tp, dp, mbs, batch // (mbs * dp), zero=zero,
                          runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", grad_dtype=grad_dtype))
     return evaluate(plan, GPT2, A100, get_cluster(cluster, pp * tp * dp), batch)
 
@@ -72,17 +72,17 @@ def test_stage_memory_differs_by_two_bytes_per_parameter():
     assert a.memory_bytes_per_device - b.memory_bytes_per_device == pytest.approx(2.0 * a.stages[0].params)
 
 
-@pytest.mark.parametrize("zero1", [True, False])
-def test_dp_sync_moves_half_the_bytes(zero1):
+@pytest.mark.parametrize("zero", [True, False])
+def test_dp_sync_moves_half_the_bytes(zero):
     """d = 16 on two DGX A100 nodes: the DP ring crosses InfiniBand. The bf16 plan's sync is the network
     function's reduce-scatter (ZeRO-1, plus the unchanged weight all-gather) or all-reduce of half the fp32
     gradient bytes."""
-    a, b = _eval("fp32", dp=16, zero1=zero1), _eval("bf16", dp=16, zero1=zero1)
+    a, b = _eval("fp32", dp=16, zero=zero), _eval("bf16", dp=16, zero=zero)
     tier = get_cluster("dgx-a100", 16).ring_tier(16, 1, "dp")
     assert tier.name == "infiniband"
     sa, sb = a.stages[0], b.stages[0]
     assert sb.grad_bytes == sa.grad_bytes / 2
-    if zero1:
+    if zero:
         gather = all_gather_latency_s(sa.weight_bytes, 16, tier)
         assert sa.dp_allreduce_s == pytest.approx(reduce_scatter_latency_s(sa.grad_bytes, 16, tier) + gather, rel=1e-12)
         assert sb.dp_allreduce_s == pytest.approx(reduce_scatter_latency_s(sa.grad_bytes / 2, 16, tier) + gather,
@@ -113,7 +113,7 @@ def test_optimizer_step_and_bound_traffic_lose_ten_bytes_per_parameter():
     """Optimizer-step traffic reads/writes the gradient 5 times (zero, unscale r+w, norm, Adam read): 5 x 2 B
     fewer per parameter with bf16 gradients, in the evaluation (/d with ZeRO-1) and in the bound the
     placement optimizer prunes with (it reads the same LayerCosts)."""
-    a, b = _eval("fp32", pp=2, dp=4, zero1=True, cluster="dgx-a100"), _eval("bf16", pp=2, dp=4, zero1=True)
+    a, b = _eval("fp32", pp=2, dp=4, zero=True, cluster="dgx-a100"), _eval("bf16", pp=2, dp=4, zero=True)
     hbm = DeviceSpec.of(A100).hbm_Bps
     for sa, sb in zip(a.stages, b.stages):
         assert sa.optimizer_step_s - sb.optimizer_step_s == pytest.approx(10.0 * sa.params / 4 / hbm, rel=1e-9)

@@ -25,7 +25,7 @@ MODES = ("none", "selective", "full")
 def space(**kw) -> PlanSpace:
     """The plan space best_plans_from_costs searched by default before it took one: v in (1, 2, 4), no ZeRO-1,
     one recompute mode per plan, fewer devices allowed."""
-    kw.setdefault("zero1", (False,))
+    kw.setdefault("zero", (False,))
     kw.setdefault("per_stage_recompute", False)
     return PlanSpace(**kw)
 
@@ -74,11 +74,11 @@ def _tight_capacity(data, costs, L, p, m) -> float:
     return data.draw(st_.floats(0.3, 1.5)) * (static + min(p, m) * act) / p
 
 
-def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes):
+def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero, overlap, modes):
     best, best_uniform = math.inf, math.inf
     for bl in compositions(L, p):
         for rc in mode_vectors(modes, p):
-            plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1, recompute=rc, runtime=PLAN_RUNTIME)
+            plan = plan_of(bl, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero=zero, recompute=rc, runtime=PLAN_RUNTIME)
             ev = evaluate_costs(plan, costs, cluster, m * d, dev, num_blocks=L, overlap_dp=overlap)
             if ev.fits:
                 best = min(best, ev.iteration_time_s)
@@ -90,20 +90,20 @@ def _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
 @pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st_.data(), L=st_.integers(1, 5), p=st_.integers(1, 4), m=st_.integers(1, 6), d=st_.integers(1, 3),
-       tight=st_.booleans(), zero1=st_.booleans(), overlap=st_.booleans(),
+       tight=st_.booleans(), zero=st_.sampled_from((0, 1, 2, 3)), overlap=st_.booleans(),
        modes=st_.sampled_from([("none", "full"), ("none", "selective", "full"), ("selective", "full")]),
        lanes=st_.sampled_from((math.inf, 1e9)))
-def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, modes, lanes):
+def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero, overlap, modes, lanes):
     if p > L + 2 or (len(modes) == 3 and p == 4 and L > 4):
         return
     costs = data.draw(costs_by_mode(modes))
     cap = _tight_capacity(data, costs, L, p, m) if tight else data.draw(st_.floats(2e7, 4e8))
     cluster = two_tier_cluster(n=64, fast=2)
     dev = DeviceSpec(cap, 1e12, 1e15, lane_ops_per_s=lanes)  # 1e9: the optimizer step lane-bound
-    prob = MixedPartitionProblem(costs, L, p, m, st.Topology.of(cluster, 1, d, p), cap, zero1, overlap, dev.hbm_Bps,
+    prob = MixedPartitionProblem(costs, L, p, m, st.Topology.of(cluster, 1, d, p), cap, zero, overlap, dev.hbm_Bps,
                                  lane_ops_per_s=dev.lane_ops_per_s)
     sol = prob.solve()
-    best, best_uniform = _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero1, overlap, modes)
+    best, best_uniform = _best_by_brute_force(costs, L, p, m, d, cluster, dev, zero, overlap, modes)
     event("infeasible" if math.isinf(best) else
           "mixing strictly better" if best < best_uniform * (1 - 1e-9) else "a uniform plan is optimal")
     if math.isinf(best):
@@ -111,7 +111,7 @@ def test_mixed_dp_equals_brute_force(data, L, p, m, d, tight, zero1, overlap, mo
         return
     assert sol is not None
     assert math.isclose(sol.objective_s, best, rel_tol=1e-9), (sol, best)
-    plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero1=zero1,
+    plan = plan_of(sol.blocks, tp=1, dp=d, microbatch_size=1, num_microbatches=m, zero=zero,
                    recompute=sol.recompute, runtime=PLAN_RUNTIME)
     ev = evaluate_costs(plan, costs, cluster, m * d, dev, num_blocks=L, overlap_dp=overlap)
     assert ev.fits and math.isclose(ev.iteration_time_s, sol.objective_s, rel_tol=1e-9)
@@ -134,10 +134,10 @@ def test_search_with_per_stage_recompute_equals_brute_force(data, L, B, devices,
     cap = _tight_capacity(data, group, L, max(1, devices // 2), B) if tight else data.draw(st_.floats(3e7, 4e8))
     cluster = two_tier_cluster(n=16, fast=4)
     dev = DeviceSpec(cap, 1e12, 1e15)
-    kw = dict(devices=devices, interleave_values=(1, 2), zero1=(False, True))
+    kw = dict(devices=devices, interleave_values=(1, 2), zero=(0, 1, 2, 3))
     # overlap_dp comes from the settings' runtime (costs_by_mode(overlap=...))
     cands, _, reason = best_plans_from_costs(costs, L, cluster, B, dev,
-                                             space(interleave_values=(1, 2), zero1=(False, True),
+                                             space(interleave_values=(1, 2), zero=(0, 1, 2, 3),
                                                    per_stage_recompute=True), devices=devices, top_k=3)
     ref = brute_force_mixed(costs, L, cluster, B, dev, overlap=overlap, **kw)
     event("infeasible" if math.isinf(ref) else "feasible")

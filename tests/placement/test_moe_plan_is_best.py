@@ -18,7 +18,7 @@ DEVICES, BATCH = 16, 32
 def test_no_hand_plan_of_the_space_beats_plan_on_a_small_moe(routing):
     rt = api.Runtime(attention="flash", moe_routing=routing)
     space = api.PlanSpace(microbatch_sizes=(1, 2, 4), recompute_modes=("none",), interleave_values=(1,),
-                          sequence_parallel=(True,), zero1=(False,), per_stage_recompute=False,
+                          sequence_parallel=(True,), zero=(False,), per_stage_recompute=False,
                           etp_values=(1, 2))
     res = api.plan(MOE, "h100-80g", DEVICES, BATCH, cluster="dgx-h100", runtime=rt, space=space)
     best = res.best.iteration_time_s
@@ -41,7 +41,7 @@ def test_no_hand_plan_of_the_space_beats_plan_on_a_small_moe(routing):
 def test_plan_searches_only_the_ep_values_given():
     rt = api.Runtime(attention="flash", moe_routing="balanced")
     space = api.PlanSpace(microbatch_sizes=(1,), recompute_modes=("none",), interleave_values=(1,),
-                          sequence_parallel=(True,), zero1=(False,), per_stage_recompute=False, ep_values=(2,),
+                          sequence_parallel=(True,), zero=(False,), per_stage_recompute=False, ep_values=(2,),
                           etp_values=(1,))
     res = api.plan(MOE, "h100-80g", 8, 16, cluster="dgx-h100", runtime=rt, space=space, top_k=10)
     assert {e.plan.ep for e in (res.best,) + tuple(res.alternatives)} == {2}

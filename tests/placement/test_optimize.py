@@ -87,7 +87,7 @@ def test_optimize_mixes_recompute_per_stage_when_it_pays():
     model = get_model("gpt3-175b")
     cluster = get_cluster("dgx-a100", 1024)
     space = PlanSpace(microbatch_sizes=(1,), recompute_modes=("none", "selective"), interleave_values=(1,),
-                      sequence_parallel=(True,), zero1=False)  # without ZeRO-1 memory is tight
+                      sequence_parallel=(True,), zero=False)  # without ZeRO-1 memory is tight
     kw = dict(top_k=2, baselines=False)
     mixed = optimize(model, A100, cluster, 1536, PAPER_RUNTIME, space, **kw)  # optimize() asserts optimizer == evaluate_costs
     uniform = optimize(model, A100, cluster, 1536, PAPER_RUNTIME, space.with_(per_stage_recompute=False), **kw)

@@ -68,13 +68,13 @@ def test_optimizer_energy_hand_computed():
     parts = energy_parts(acc.as_arrays())
     per_byte = HBM_J_PER_BYTE + float(parts["glb_write_J_per_B"][0] + parts["glb_read_J_per_B"][0]
                                       + parts["noc_J_per_B"][0] + parts["vc_J_per_B"][0])
-    for zero1 in (False, True):
-        plan = Plan.balanced(model.num_layers, 2, 1, 4, 1, 2, zero1=zero1,
+    for zero in (False, True):
+        plan = Plan.balanced(model.num_layers, 2, 1, 4, 1, 2, zero=zero,
                              runtime=PAPER_RUNTIME.with_(dp_overlap=False))
         ev = evaluate(plan, model, acc, get_cluster("dgx-a100", 8), 8)
         want_j = want_b = 0.0
         for s in ev.stages:
-            d = 4 if zero1 else 1
+            d = 4 if zero else 1
             # Adam, Megatron's bytes: 2 B weight, 4 B grad, 12 B state -> 5 x 4 + 2 x 12 + 2 + 4 = 50 B
             assert s.optimizer_bytes * d == 12 * s.params and s.grad_bytes == 4 * s.params
             want_j += (50 * s.params * per_byte + 25 * s.params * LANE_OP_J) / d

@@ -29,8 +29,8 @@ BLOCK_PARAMS = 12 * H * H + 13 * H
 BY_HAND = {"fp32": 4 + 4 + 4, "fp32-remainders": 2 + 4 + 4, "bf16-master": 2 + 2 + 2, "bf16": 0 + 2 + 2}
 
 
-def _eval(state, *, pp=2, dp=4, zero1=True):
-    plan = Plan.balanced(GPT2.num_layers, pp, 1, dp, 1, 8, zero1=zero1,
+def _eval(state, *, pp=2, dp=4, zero=True):
+    plan = Plan.balanced(GPT2.num_layers, pp, 1, dp, 1, 8, zero=zero,
                          runtime=PLAN_RUNTIME.with_(attention="flash", precision="bf16", optimizer_state=state))
     return evaluate(plan, GPT2, A100, get_cluster("dgx-a100", pp * dp), 8 * dp)
 
@@ -54,15 +54,15 @@ def test_the_default_is_fp32_and_leaves_plans_unchanged():
     assert Plan.from_dict(Plan.balanced(48, 2, 1, 1, 1, 8, runtime=PLAN_RUNTIME.with_(optimizer_state="bf16")).to_dict()).optimizer_state == "bf16"
 
 
-@pytest.mark.parametrize("zero1", [True, False])
-def test_stage_memory_and_optimizer_step_by_hand(zero1):
+@pytest.mark.parametrize("zero", [True, False])
+def test_stage_memory_and_optimizer_step_by_hand(zero):
     """Against fp32: each stage holds (12 - x) B per parameter less state (/d with ZeRO-1), and its optimizer
     step moves 2 x (12 - x) B less per parameter (Adam reads and writes the state; /d with ZeRO-1)."""
-    base = _eval("fp32", zero1=zero1)
+    base = _eval("fp32", zero=zero)
     hbm = DeviceSpec.of(A100).hbm_Bps
-    shard = 4 if zero1 else 1
+    shard = 4 if zero else 1
     for state in OPTIMIZER_STATES[1:]:
-        ev = _eval(state, zero1=zero1)
+        ev = _eval(state, zero=zero)
         for a, b in zip(base.stages, ev.stages):
             saved = (12 - BY_HAND[state]) * a.params
             assert a.params == b.params
@@ -146,10 +146,10 @@ def test_the_tied_copy_on_one_stage_is_subtracted_at_the_sharded_state():
     s = TrainSetting(1, 1024, runtime=PAPER_RUNTIME.with_(attention="flash", precision="bf16"))
     E, B, Hd = lm(GPT2, s, "embedding"), lm(GPT2, s, "block"), lm(GPT2, s, "head")
     assert Hd.tied_params == 50257 * H and E.params == 50257 * H + 1024 * H
-    for zero1, d in ((True, 8), (False, 8), (True, 1)):
-        ev = _eval("fp32", pp=1, dp=d, zero1=zero1)
+    for zero, d in ((True, 8), (False, 8), (True, 1)):
+        ev = _eval("fp32", pp=1, dp=d, zero=zero)
         st = ev.stages[0]
-        shard = d if zero1 else 1
+        shard = d if zero else 1
         static = sum(n * (x.weight_bytes + x.grad_bytes + x.optimizer_bytes / shard)
                      for n, x in ((1, E), (48, B), (1, Hd)))
         copy = Hd.tied_params * (2 + 4 + 12 / shard)

@@ -169,7 +169,7 @@ def test_standard_attention_stores_scores_flash_does_not():
 
 
 def test_plan_carries_its_features_in_json():
-    e = api.evaluate_plan("gpt3-175b", "h100-80g", 128, 64, api.PlanShape(tp=8, pp=8, dp=2, mbs=1, sequence_parallel=True, zero1=True), runtime=api.Runtime(tp_overlap=True, dp_overlap=True))
+    e = api.evaluate_plan("gpt3-175b", "h100-80g", 128, 64, api.PlanShape(tp=8, pp=8, dp=2, mbs=1, sequence_parallel=True, zero=True), runtime=api.Runtime(tp_overlap=True, dp_overlap=True))
     d = json.loads(json.dumps(e.to_dict()))
     assert d["attention"] == "flash" and d["precision"] == "bf16" and d["tp_overlap"] and d["dp_overlap"]
     assert d["devices_used"] == 128 and d["devices_given"] == 128
@@ -239,9 +239,9 @@ def test_context_parallel_halves_the_work_and_activations_per_device():
     assert layer_memory(m, two, "block").activation_bytes * 2 == layer_memory(m, one, "block").activation_bytes
     # K and V of 4096 tokens, 8/4 kv heads of 128, bf16: one ring step forward, K, V, dK, dV backward
     assert cp_ring_bytes(m, two, "fwd") == 2 * 2 * 4096 * 2 * 128 and cp_ring_bytes(m, two, "bwd") == 2 * 2 * 2 * 4096 * 2 * 128
-    e = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero1=True, cp=2))
+    e = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero=True, cp=2))
     assert e.devices_used == 64 and e.plan.cp == 2 and "cp=2" in e.plan.describe()
-    half = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero1=True, cp=1))
+    half = api.evaluate_plan("llama3-70b", "h100-80g", 64, 128, api.PlanShape(tp=4, pp=4, dp=2, mbs=1, interleave=5, sequence_parallel=True, zero=True, cp=1))
     assert half.devices_used == 32 and e.iteration_time_s < half.iteration_time_s
     # ZeRO-1 shards the optimizer over the 2 x 2 data- and context-parallel ranks
     assert e.stages[1].optimizer_bytes == pytest.approx(half.stages[1].optimizer_bytes / 2)

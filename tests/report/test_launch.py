@@ -130,7 +130,7 @@ def _plan(**kw):
 
 def test_even_split_interleaved_megatron_and_titan():
     # 32 blocks over 4 virtual stages on p=2 (v=2): 8 each
-    p = _plan(interleave=2, sequence_parallel=True, zero1=True, runtime=RT.with_(dp_overlap=True))
+    p = _plan(interleave=2, sequence_parallel=True, zero=True, runtime=RT.with_(dp_overlap=True))
     s = launch_settings(p, "megatron", 8192)
     a = s["args"]
     assert a[a.index("--num-layers-per-virtual-pipeline-stage") + 1] == "8"

@@ -55,8 +55,8 @@ def test_runtime_for_shape_drops_overlap_without_sp():
 
 
 def test_plan_space_normalises_and_refuses():
-    s = PlanSpace(microbatch_sizes=[2, 1, 2], interleave_values=(4, 1), zero1=True)
-    assert s.microbatch_sizes == (2, 1) and s.interleave_values == (1, 4) and s.zero1 == (True,)
+    s = PlanSpace(microbatch_sizes=[2, 1, 2], interleave_values=(4, 1), zero=True)
+    assert s.microbatch_sizes == (2, 1) and s.interleave_values == (1, 4) and s.zero == (1,)
     with pytest.raises(ConfigError, match="unknown mode"):
         PlanSpace(recompute_modes=("some",))
     with pytest.raises(ConfigError, match="empty"):

@@ -243,7 +243,7 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     chip = replace(s.space.reference, hbm_bytes=int(at.hbm_gib * GiB))
     try:
         space = PlanSpace(microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
-                          interleave_values=(1,), sequence_parallel=(False,), per_stage_recompute=False, zero1=False)
+                          interleave_values=(1,), sequence_parallel=(False,), per_stage_recompute=False, zero=False)
         want = optimize(s.models[0], chip, cluster, s.global_batch, PAPER_RUNTIME, space, devices=s.devices,
                         top_k=0, baselines=False).best.throughput_seq_per_s
     except InfeasibleError:  # nothing fits at that size

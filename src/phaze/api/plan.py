@@ -17,8 +17,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
          cluster=None, runtime: Runtime | None = None, space: PlanSpace | None = None,
          seq_len: int | None = None, top_k: int = 5):
     """The best training plan (and ``top_k`` runners-up and the baselines) of ``space`` (default
-    ``PlanSpace()``: every width, microbatch 1-16, interleaving 1/2/4, sequence parallelism and ZeRO-1 on and
-    off, per-stage recompute) for ``model`` on ``devices`` chips, every plan under ``runtime`` (default
+    ``PlanSpace()``: every width, microbatch 1-16, every interleaving Megatron takes, sequence parallelism on
+    and off, ZeRO stages 0-3 (0-1 for an MoE model), per-stage recompute) for ``model`` on ``devices`` chips, every plan under ``runtime`` (default
     ``Runtime()``: flash attention, bf16, a 3 GiB reserve per device; not searched). A ``PlanResult``."""
     from phaze.placement import optimize
 
@@ -36,7 +36,8 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
 @dataclass(frozen=True)
 class PlanShape:
     """One plan's shape for ``evaluate_plan``: widths, microbatch, interleaving, recompute (one mode, one per
-    pipeline stage as "full,none", or a ``Recompute``), sequence parallelism, ZeRO-1; stages balanced. ``ep``,
+    pipeline stage as "full,none", or a ``Recompute``), sequence parallelism, the ZeRO stage (0-3); stages
+    balanced unless ``stage_layers`` gives them. ``ep``,
     ``etp``: expert parallelism and expert tensor parallelism of an MoE model (ep x etp divides tp x cp x dp)."""
 
     tp: int
@@ -46,11 +47,20 @@ class PlanShape:
     interleave: int = 1
     recompute: object = "none"
     sequence_parallel: bool = False
-    zero1: bool = False
+    zero: int = 0
     cp: int = 1
     ep: int = 1
     etp: int = 1
     stage_layers: tuple[int, ...] | None = None  # blocks per (virtual) stage; None: as even as possible
+
+
+def check_zero(model: ModelConfig, zero) -> None:
+    """ZeRO stage ``zero`` is one phaze models for ``model`` (ZeRO-2/3 of an MoE model's experts, sharded over
+    their own expert-data-parallel group, are not modelled)."""
+    if zero not in (0, 1, 2, 3):  # (True reads as ZeRO-1)
+        raise ConfigError(f"--zero {zero}: ZeRO stages are 0, 1, 2 and 3")
+    if zero >= 2 and getattr(model, "is_moe", False):
+        raise ConfigError(f"--zero {zero}: ZeRO-2/3 of an MoE model's experts are not modelled yet; use --zero 0 or 1")
 
 
 def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -67,6 +77,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     runtime = check_runtime(runtime, acc)
     check_moe(m, runtime, shape.ep, shape.etp, group=tp * cp * dp)
+    check_zero(m, shape.zero)
     sp = shape.sequence_parallel and tp > 1
     runtime.check_shape(tp=tp, sequence_parallel=sp, cp=cp, what="--cp: " if cp > 1 else "")
     if tp * pp * dp * cp > devices:
@@ -77,7 +88,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     if global_batch % (mbs * dp):
         raise ConfigError(f"--global-batch {global_batch} is not a multiple of mbs*dp = {mbs * dp}")
     kw = dict(tp=tp, dp=dp, microbatch_size=mbs, num_microbatches=global_batch // (mbs * dp),
-              interleave=shape.interleave, recompute=recompute, sequence_parallel=sp, zero1=shape.zero1, cp=cp,
+              interleave=shape.interleave, recompute=recompute, sequence_parallel=sp, zero=int(shape.zero), cp=cp,
               runtime=runtime.for_shape(tp, sp), ep=shape.ep, etp=shape.etp)
     if shape.stage_layers is not None:
         blocks = tuple(shape.stage_layers)
@@ -209,7 +220,7 @@ def evaluate_args(plan) -> list[str]:
            if not plan.recompute.is_uniform else plan.recompute_modes[0],
            "--stage-layers", ",".join(map(str, blocks))]
     out += ["--sequence-parallel"] if plan.sequence_parallel else []
-    out += ["--zero1"] if plan.zero1 else []
+    out += ["--zero", str(plan.zero)] if plan.zero else []
     for flag, value in (("--cp", plan.cp), ("--ep", plan.ep), ("--etp", plan.etp)):
         out += [flag, str(value)] if value != 1 else []
     out += ["--attention", rt.attention, "--precision", rt.precision, "--grad-dtype", rt.grad_dtype,

@@ -87,7 +87,8 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                         "into it in the GEMM; not searched by plan (default: off, the GEMMs accumulate)")
     p.add_argument("--dp-overlap", action="store_true",
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
-                        "--zero1 the parameter all-gather with the next forward (default: off)")
+                        "ZeRO-1/2 the parameter all-gather with the next forward, ZeRO-3 the gathers with the compute before "
+                        "them (default: off)")
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
                         f"fragmentation) (default: {rt.memory_reserve_bytes / 2**30:g})")
@@ -199,6 +200,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--recompute", type=_str_list, default=None,
                    help="recompute modes, e.g. none,full (default: none,selective,full)")
     p.add_argument("--top", type=int, default=5, help="runners-up to show (default: 5)")
+    p.add_argument("--zero", type=_int_list, default=None,
+                   help="ZeRO stages to search, e.g. 0,1: 0 none, 1 optimizer state sharded (distributed optimizer), "
+                        "2 also gradients, 3 also weights (FSDP) (default: 0,1,2,3; 0,1 for MoE models)")
     p.add_argument("--cp", type=_int_list, default=None,
                    help="context-parallel sizes to search, e.g. 1,2,4 (needs --attention flash) (default: 1)")
     p.add_argument("--ep", type=_int_list, default=None,
@@ -233,8 +237,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one mode (none, selective, full) or one per pipeline stage, e.g. full,full,none,none "
                         "(default: none)")
     p.add_argument("--sequence-parallel", action="store_true", help="Megatron sequence parallelism (default: off)")
-    p.add_argument("--zero1", action="store_true",
-                   help="shard optimizer state over data-parallel ranks (default: off)")
+    p.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=None,
+                   help="ZeRO stage over the data-parallel ranks: 0 none, 1 optimizer state sharded (Megatron's "
+                        "distributed optimizer), 2 also gradients (reduce-scattered every microbatch), 3 also "
+                        "weights (FSDP: gathered before each forward and backward) (default: 0)")
+    p.add_argument("--zero1", action="store_true", help="the same as --zero 1 (default: off)")
     p.add_argument("--cp", type=int, default=1,
                    help="context parallelism: each sequence split over N devices, ring attention between them "
                         "(needs --attention flash; devices = tp x pp x cp x dp) (default: 1)")

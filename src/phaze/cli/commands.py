@@ -192,6 +192,8 @@ def _plan_space(args) -> PlanSpace:
         kw["ep_values"] = tuple(args.ep)
     if args.etp:
         kw["etp_values"] = tuple(args.etp)
+    if args.zero:
+        kw["zero"] = tuple(args.zero)
     return PlanSpace(**kw)
 
 
@@ -312,10 +314,17 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _zero_stage(args) -> int:
+    """``--zero N``, or 1 for its alias ``--zero1``."""
+    if args.zero1 and args.zero not in (None, 1):
+        raise ConfigError(f"--zero1 is --zero 1 but --zero {args.zero} was given too; keep one of them")
+    return 1 if args.zero1 else (args.zero or 0)
+
+
 def cmd_evaluate(args) -> int:
     _check_figure_args(args)
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
-                          args.sequence_parallel, args.zero1, args.cp, args.ep, args.etp,
+                          args.sequence_parallel, _zero_stage(args), args.cp, args.ep, args.etp,
                           tuple(args.stage_layers) if args.stage_layers else None)
     e = api.evaluate_plan(args.model, args.accelerator, args.devices, args.global_batch, shape, args.cluster,
                           _runtime(args), args.seq)

@@ -103,7 +103,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             c = costs[mode]
         acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
                    activation_bytes=0.0, zero1_optimizer_bytes=0.0, moe_a2a_s=0.0, moe_imbalance_s=0.0)
-        working, sends, has_e, has_h = 0.0, 0.0, False, False
+        working, largest, sends, has_e, has_h = 0.0, 0.0, 0.0, False, False
         chunk_act = []
         for j, r in enumerate(plan.chunks_of(i)):
             k = i + j * p
@@ -115,34 +115,38 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
                 x = getattr(s, f)
                 acc[f] = acc[f] + float(s.optimizer_bytes if x is None else x)  # (None: no expert sharding)
             working = max(working, float(s.working_bytes))
+            largest = max(largest, float(s.largest_layer_weight_bytes))
             if k < n_chunks - 1:
                 sends += float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
             if k > 0:
                 sends += float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
-        sums = st.StageSums(working_bytes=working, **acc)
-        tied = st.tied_static_bytes(c, 1.0 / d if plan.zero1 else 1.0) if has_e and has_h else 0.0
+        sums = st.StageSums(working_bytes=working, largest_layer_weight_bytes=largest, **acc)
+        z = plan.zero
+        tied = st.tied_static_bytes(c, z, d) if has_e and has_h else 0.0
         inflight = st.in_flight_microbatches(i, p, m, v)
         act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
                     else inflight * float(sums.activation_bytes))
-        mem = float(st.stage_memory(sums, inflight, d, plan.zero1, tied, act_peak))
-        sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, plan.zero1))
+        mem = float(st.stage_memory(sums, inflight, d, z, tied, act_peak))
+        sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, z))
         if has_e != has_h:
             sync += st.tied_sync_s(c, topo)
-        gather = float(st.param_gather_s(sums.weight_bytes, topo, plan.zero1))
+        gather = float(st.param_gather_s(sums.weight_bytes, topo, z))
         exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d, gather, sums.fwd_s,
                                            st.sync_interference(c, topo, device.hbm_Bps)))
-        opt = float(st.optimizer_step_s(sums, d, plan.zero1, device.hbm_Bps, device.lane_ops_per_s))
-        t_i = sums.fwd_s + sums.bwd_s + sends
+        opt = float(st.optimizer_step_s(sums, d, z, device.hbm_Bps, device.lane_ops_per_s))
+        mb_comm = float(st.exposed_microbatch_comm_s(c, sums, topo, z, overlap_dp, device.hbm_Bps))
+        t_i = sums.fwd_s + sums.bwd_s + sends + mb_comm
         T.append(t_i)
         R.append(exposed + opt)
         stages.append(StageBreakdown(
             stage=i, layers=plan.chunks_of(i), recompute=mode, fwd_s=sums.fwd_s, bwd_s=sums.bwd_s, p2p_s=sends,
-            time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=sums.weight_bytes,
-            grad_bytes=sums.grad_bytes,
-            optimizer_bytes=sums.optimizer_shard_bytes(d, plan.zero1),
+            time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=float(sums.weight_shard_bytes(d, z)),
+            grad_bytes=float(sums.grad_shard_bytes(d, z)),
+            optimizer_bytes=sums.optimizer_shard_bytes(d, z),
             activation_bytes=act_peak, working_bytes=working,
             in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
-            optimizer_step_s=opt, moe_a2a_s=sums.moe_a2a_s, moe_imbalance_s=sums.moe_imbalance_s))
+            optimizer_step_s=opt, moe_a2a_s=sums.moe_a2a_s, moe_imbalance_s=sums.moe_imbalance_s,
+            zero_comm_s=mb_comm))
     pipeline = st.pipeline_time_s(T, m, v)
     tmax = max(T)
     tail_i = int(np.argmax(R))

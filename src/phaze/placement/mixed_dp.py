@@ -47,11 +47,11 @@ class KindRow:
 
 
 def _kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: int, topo: st.Topology,
-             zero1: bool, overlap: bool, hbm_Bps: float, cache: dict | None = None,
+             zero: int, overlap: bool, hbm_Bps: float, cache: dict | None = None,
              lane_ops_per_s: float = np.inf) -> KindRow:
     """One stage kind over nb = 0..L. ``cache`` (a dict that must not outlive ``c``: it is keyed by id)
     shares the parts that do not depend on p between the partition problems of one search."""
-    key = (id(c), e, h, has_prev, has_next, L, topo.pp_tier, topo.tp_tier, topo.dp, topo.dp_tier, zero1, hbm_Bps,
+    key = (id(c), e, h, has_prev, has_next, L, topo.pp_tier, topo.tp_tier, topo.dp, topo.dp_tier, zero, hbm_Bps,
            lane_ops_per_s)
     parts = cache.get(key) if cache is not None else None
     if parts is None:
@@ -62,14 +62,15 @@ def _kind_row(c: LayerCosts, e: int, h: int, has_prev: bool, has_next: bool, L: 
             sends = sends + st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier)
         if has_prev:
             sends = sends + st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier)
-        T = s.fwd_s + s.bwd_s + sends
-        tied = st.tied_static_bytes(c, 1.0 / topo.dp if zero1 else 1.0) if (e and h) else 0.0
-        base = st.stage_memory(s, 0.0, topo.dp, zero1, tied)
-        parts = (np.asarray(T, float), st.dp_sync_row(c, e, h, s, L, topo, zero1), np.asarray(s.bwd_s, float),
-                 np.asarray(st.optimizer_step_s(s, topo.dp, zero1, hbm_Bps, lane_ops_per_s), float),
+        T = s.fwd_s + s.bwd_s + sends + st.exposed_microbatch_comm_s(c, s, topo, zero, overlap, hbm_Bps)
+        tied = st.tied_static_bytes(c, zero, topo.dp) if (e and h) else 0.0
+        base = st.stage_memory(s, 0.0, topo.dp, zero, tied)
+        parts = (np.asarray(T, float) * np.ones(L + 1), st.dp_sync_row(c, e, h, s, L, topo, zero),
+                 np.asarray(s.bwd_s, float),
+                 np.asarray(st.optimizer_step_s(s, topo.dp, zero, hbm_Bps, lane_ops_per_s), float),
                  np.asarray(base, float),
                  np.asarray(s.activation_bytes, float) * np.ones(L + 1), np.asarray(s.params, float) * np.ones(L + 1),
-                 np.asarray(st.param_gather_s(s.weight_bytes, topo, zero1), float) * np.ones(L + 1),
+                 np.asarray(st.param_gather_s(s.weight_bytes, topo, zero), float) * np.ones(L + 1),
                  np.asarray(s.fwd_s, float) * np.ones(L + 1))
         for x in parts:
             x.setflags(write=False)
@@ -100,13 +101,13 @@ class MixedSolution:
 
 
 class MixedPartitionProblem:
-    """The partition x per-stage recompute problem of one (setting without recompute, t, d, p, m, ZeRO-1)
-    combination; ``costs`` maps each allowed recompute mode to its LayerCosts. ``solve(cutoff_s)``
+    """The partition x per-stage recompute problem of one (setting without recompute, t, d, p, m, ZeRO stage)
+    combination (ZeRO stage ``zero``); ``costs`` maps each allowed recompute mode to its LayerCosts. ``solve(cutoff_s)``
     returns the optimum, or None when nothing fits or nothing beats ``cutoff_s``. ``row_cache``: see
     ``_kind_row``."""
 
     def __init__(self, costs: Mapping[str, LayerCosts], L: int, p: int, m: int, topo: st.Topology,
-                 capacity: float, zero1: bool, overlap: bool, hbm_Bps: float, row_cache: dict | None = None,
+                 capacity: float, zero: int, overlap: bool, hbm_Bps: float, row_cache: dict | None = None,
                  lane_ops_per_s: float = np.inf) -> None:
         self.modes = tuple(costs)
         self.L, self.p, self.m = L, p, m
@@ -115,7 +116,7 @@ class MixedPartitionProblem:
         M, n = len(self.modes), L + 1
         T, R, ok = np.empty((p, M, n)), np.empty((p, M, n)), np.empty((p, M, n), dtype=bool)
         k = np.array([st.in_flight_microbatches(i, p, m, 1) for i in range(p)])
-        args = (L, topo, zero1, overlap, hbm_Bps, row_cache, lane_ops_per_s)
+        args = (L, topo, zero, overlap, hbm_Bps, row_cache, lane_ops_per_s)
         distinct_T, distinct_R = [], []  # the candidate bounds: every row's values (a superset is exact too)
         for r, mode in enumerate(self.modes):
             c = costs[mode]

@@ -28,7 +28,7 @@ from phaze.placement.recompute import Recompute
 def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
                       global_batch: int, device: DeviceSpec, overlap_dp: bool, **plan_kw) -> tuple | None:
     """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
-    (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero1), or None when no
+    (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero), or None when no
     assignment fits."""
     modes = list(costs)
     T, R, M = [], [], []

@@ -1,4 +1,4 @@
-"""The exact best plan: enumerate (t, mbs, sp, recompute, d, p, v, ZeRO-1), bound, solve the partition.
+"""The exact best plan: enumerate (t, mbs, sp, recompute, d, p, v, ZeRO stage), bound, solve the partition.
 
 Plan space (documented choices):
 - t: powers of two that ``model.valid_tp`` accepts (divide heads and kv heads, <= model.max_tp) and fit in
@@ -14,7 +14,7 @@ Plan space (documented choices):
   (fixed partition) by ``phaze.placement.mixed_interleaved``. A plan whose stages all use one mode reports
   it as a plain string.
 For v = 1 the stage partition is solved exactly by ``phaze.placement.mixed_dp``: one mode as its one-mode
-case, per-stage modes (an extra combination per (setting without recompute, d, p, ZeRO-1), bounded
+case, per-stage modes (an extra combination per (setting without recompute, d, p, ZeRO stage), bounded
 with the least per-layer costs over its modes, so never above its optimum). Combinations are visited in
 order of a lower bound on their iteration time (perfect balance, no memory limit) and the search stops
 when the bound cannot beat the k-th best plan found: exact, without solving most combinations.
@@ -59,7 +59,7 @@ class Candidate:
 
 class Combination(NamedTuple):
     """One point of the plan space, visited in order of ``lower_bound_s``: a setting's costs (one LayerCosts,
-    or {mode: LayerCosts} when each pipeline stage picks its own recompute mode), d, p, v and ZeRO-1. ``order``
+    or {mode: LayerCosts} when each pipeline stage picks its own recompute mode), d, p, v and the ZeRO stage. ``order``
     breaks ties by enumeration order (deterministic). A NamedTuple: 10^5 of them are built per search."""
 
     lower_bound_s: float
@@ -69,7 +69,7 @@ class Combination(NamedTuple):
     dp: int
     pp: int
     interleave: int
-    zero1: bool
+    zero: int
     num_microbatches: int
 
     @property
@@ -78,7 +78,7 @@ class Combination(NamedTuple):
 
     @property
     def sync_ranks(self) -> int:
-        """Ranks holding the same weights: d x cp (gradient sync and ZeRO-1 shards)."""
+        """Ranks holding the same weights: d x cp (gradient sync and ZeRO shards)."""
         return self.dp * self.setting.cp
 
 
@@ -122,7 +122,7 @@ class _Shared:
             hit = self._sends[key] = st.least_sends_s(c, self.cluster, t, ranks)
         return hit
 
-    def sync_of(self, t: int, ranks: int, p: int, z: bool, grads_total: float, weights_total: float) -> float:
+    def sync_of(self, t: int, ranks: int, p: int, z: int, grads_total: float, weights_total: float) -> float:
         """The gradient sync of 1/p of the model over ``ranks`` replicas."""
         key = (t, ranks, p, z, grads_total, weights_total)
         sync = self.sync.get(key)
@@ -145,10 +145,10 @@ class _Counts:
 
 def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], L: int, B: int, N: int,
                            device: DeviceSpec, shared: _Shared, space: PlanSpace, counts: _Counts) -> list[Combination]:
-    """Every (setting, d, p, v, ZeRO-1) combination of ``space`` whose whole-model memory can fit, with its
+    """Every (setting, d, p, v, ZeRO stage) combination of ``space`` whose whole-model memory can fit, with its
     lower bound (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
     cap = device.hbm_bytes
-    v_values, z_values, use_all_devices = space.interleaves(L), space.zero1, space.use_all_devices
+    v_values, z_values, use_all_devices = space.interleaves(L), space.zero, space.use_all_devices
     per_stage_recompute = space.per_stage_recompute
     combos: list[Combination] = []
     for s, c, cb in combination_entries(costs_by_setting, per_stage_recompute, v_values):
@@ -173,7 +173,7 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                 pf, pb = shared.least_sends(c, t, r)
             p_max = min(L + 2, N // (t * r))
             for z in z_values:
-                static_total = tot.static_bytes(1.0 / r if z else 1.0)
+                static_total = tot.sharded_static_bytes(z, r)
                 tr = traffic / r if z else traffic
                 if mixed:  # p >= 2 only, every p at once
                     ps = np.arange(2, p_max + 1)
@@ -192,7 +192,7 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                 for p in range(1, p_max + 1):
                     if use_all_devices and p * t * r != N:
                         continue
-                    need = (static_total - (st.tied_static_bytes(cb, 1.0 / r if z else 1.0) if p == 1 else 0.0)
+                    need = (static_total - (st.tied_static_bytes(cb, z, r) if p == 1 else 0.0)
                             + act_total) / p
                     for v in v_values:
                         if v > 1 and (p < 2 or L % (p * v) or m % p):
@@ -219,12 +219,12 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
     combination whose best uses one mode for all: its uniform combination has that plan). The four solvers:
     per-stage modes with interleaving (fixed partition, ``mixed_interleaved``), per-stage modes without
     (``mixed_dp``), one mode without interleaving (``mixed_dp`` with that one mode), one mode with interleaving (balanced, evaluated)."""
-    s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero1, k.num_microbatches
+    s, c, p, v, z, m = k.setting, k.costs, k.pp, k.interleave, k.zero, k.num_microbatches
     topo = shared.topo(s.tp, k.sync_ranks, p)
     cap, overlap_dp = device.hbm_bytes, s.runtime.dp_overlap
     kw = dict(tp=s.tp, dp=k.dp, microbatch_size=s.microbatch_size, num_microbatches=m,
               recompute=Recompute.uniform(s.recompute),
-              sequence_parallel=s.sequence_parallel, zero1=z, cp=s.cp, runtime=s.runtime, ep=s.ep, etp=s.etp)
+              sequence_parallel=s.sequence_parallel, zero=z, cp=s.cp, runtime=s.runtime, ep=s.ep, etp=s.etp)
     if k.mixed and v > 1:
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
@@ -266,8 +266,8 @@ def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float, space: Plan
     tips = ["more devices", "a larger HBM"]
     if space is not None and "full" not in space.recompute_modes:
         tips.insert(1, "--recompute full")
-    if space is not None and True not in space.zero1:
-        tips.insert(1, "ZeRO-1")
+    if space is not None and max(space.zero) < 3:
+        tips.insert(1, "--zero 3")
     if counts.min_need > cap:
         static, act = counts.min_need_parts
         big = (f"weights, gradients and optimizer state {static / GiB:.1f} GiB" if static >= act else
@@ -286,7 +286,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
                           top_k: int = 5, cutoff_s: float = math.inf) -> tuple[list[Candidate], SearchStats, str]:
     """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
     TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute, context
-    parallelism, and the runtime every plan runs under) and every d, p, v and ZeRO-1 choice of ``space``.
+    parallelism, and the runtime every plan runs under) and every d, p, v and ZeRO stage of ``space``.
     Per-layer costs are plain floats, so a co-search can call this per chip. Returns (candidates, stats,
     reason): reason says why nothing fits when candidates is empty.
     ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
@@ -380,6 +380,11 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
         raise ConfigError(f"global batch must be a positive integer, got {global_batch!r}")
     space = space.for_runtime(runtime)
     space.check(runtime, seq_len or model.seq_len)
+    if getattr(model, "is_moe", False) and max(space.zero) >= 2:  # experts shard over their own group: not modelled
+        if min(space.zero) >= 2:
+            raise ConfigError(f"--zero {','.join(map(str, space.zero))}: ZeRO-2/3 of an MoE model's experts are not "
+                              f"modelled yet; use --zero 0,1")
+        space = space.with_(zero=tuple(z for z in space.zero if z < 2))
     tps = default_tp_values(model, cluster, N) if space.tp_values is None else space.tp_values
     for t in tps:
         if not model.valid_tp(t):

@@ -23,8 +23,10 @@ class Plan(RuntimeFields):
     ``stages``: the (first_layer, last_layer_exclusive) ranges of the pipeline's virtual stages in order.
     With ``interleave`` = v > 1 there are p*v of them and virtual stage k runs on pipeline device k % p
     (Megatron's interleaved 1F1B); with v = 1 they are the p pipeline stages. ``recompute``: a
-    ``Recompute``, one mode for every stage or one per pipeline device stage. ``zero1`` shards the optimizer
-    state (and its update) over the d data-parallel ranks (ZeRO stage 1 / Megatron distributed optimizer).
+    ``Recompute``, one mode for every stage or one per pipeline device stage. ``zero``: the ZeRO stage over
+    the d x cp ranks that hold the same weights (``phaze.placement.stage.ZERO_STAGES``: 1 shards the optimizer
+    state and its update, Megatron's distributed optimizer; 2 also the gradients; 3 also the weights, FSDP);
+    ``zero1`` reads whether it is at least 1.
 
     ``cp``: context parallelism (each sequence split over cp devices, ring attention between them; devices =
     p * t * cp * d, numbered tp, cp, dp, pp). ``runtime``: the ``Runtime`` the plan runs under (attention
@@ -40,7 +42,7 @@ class Plan(RuntimeFields):
     recompute: Recompute = Recompute.uniform("none")
     sequence_parallel: bool = False
     interleave: int = 1
-    zero1: bool = False
+    zero: int = 0
     cp: int = 1
     runtime: Runtime = field(kw_only=True)
     ep: int = field(default=1, kw_only=True)  # expert parallelism (MoE): ep x etp divides tp x cp x dp
@@ -53,6 +55,10 @@ class Plan(RuntimeFields):
         get_ub_config(self.tp_overlap_config)  # ConfigError naming the known configurations
         if not isinstance(self.cp, int) or isinstance(self.cp, bool) or self.cp < 1:
             raise ConfigError(f"plan: 'cp' must be a positive integer, got {self.cp!r}")
+        if isinstance(self.zero, bool):
+            object.__setattr__(self, "zero", int(self.zero))
+        if self.zero not in (0, 1, 2, 3):
+            raise ConfigError(f"plan: 'zero' must be a ZeRO stage 0, 1, 2 or 3, got {self.zero!r}")
         for f in ("tp", "dp", "microbatch_size", "num_microbatches", "interleave", "ep", "etp"):
             v = getattr(self, f)
             if not isinstance(v, int) or isinstance(v, bool) or v < 1:
@@ -80,6 +86,11 @@ class Plan(RuntimeFields):
                               f"got {self.recompute!r}")
         if self.recompute.stages not in (1, self.pp):
             raise ConfigError(f"plan: {self.recompute.stages} per-stage recompute modes for {self.pp} pipeline stages")
+
+    @property
+    def zero1(self) -> bool:
+        """The optimizer state is sharded (ZeRO stage 1 or higher)."""
+        return self.zero >= 1
 
     @property
     def pp(self) -> int:
@@ -124,8 +135,8 @@ class Plan(RuntimeFields):
             s += f" etp={self.etp}"
         if self.interleave > 1:
             s += f" v={self.interleave}"
-        if self.zero1:
-            s += " zero1"
+        if self.zero:
+            s += f" zero{self.zero}"
         if self.attention != "standard":
             s += f" {self.attention}"
         if self.precision != "fp16":
@@ -152,7 +163,7 @@ class Plan(RuntimeFields):
                 "num_microbatches": self.num_microbatches,
                 "recompute": self.recompute.to_json(),
                 "sequence_parallel": self.sequence_parallel, "interleave": self.interleave,
-                "zero1": self.zero1, "cp": self.cp, "ep": self.ep, "etp": self.etp, **self.runtime.to_dict(),
+                "zero": self.zero, "zero1": self.zero1, "cp": self.cp, "ep": self.ep, "etp": self.etp, **self.runtime.to_dict(),
                 "stages": [list(r) for r in self.stages], "devices": self.devices}
 
     @classmethod
@@ -163,6 +174,8 @@ class Plan(RuntimeFields):
         if not isinstance(d, Mapping) or "stages" not in d:
             raise ConfigError("plan: a stored plan needs its 'stages' (as `phaze plan --json` writes it)")
         kw = {k: v for k, v in d.items() if k in {f.name for f in fields(cls)} and k != "runtime"}
+        if "zero" not in kw and "zero1" in d:  # files written before ZeRO-2/3
+            kw["zero"] = 1 if d["zero1"] else 0
         try:
             kw["stages"] = tuple(tuple(r) for r in kw["stages"])
         except TypeError:
@@ -216,10 +229,10 @@ class StageBreakdown:
     fwd_s: float
     bwd_s: float  # includes recompute
     p2p_s: float  # this stage's sends (activations forward, gradients backward) per microbatch
-    time_per_microbatch_s: float  # fwd + bwd + p2p
+    time_per_microbatch_s: float  # fwd + bwd + p2p + zero_comm
     params: int
-    weight_bytes: float
-    grad_bytes: float
+    weight_bytes: float  # per device, as the ZeRO stage shards them (with ZeRO-3 the two gathered layers)
+    grad_bytes: float  # per device (with ZeRO-2/3 the shard and the bucket being reduced)
     optimizer_bytes: float
     activation_bytes: float  # stashed for all in-flight microbatches
     working_bytes: float  # transient recompute buffer
@@ -232,6 +245,7 @@ class StageBreakdown:
     optimizer_step_s: float
     moe_a2a_s: float = 0.0  # of fwd_s + bwd_s: an MoE model's exposed dispatch/combine
     moe_imbalance_s: float = 0.0  # of fwd_s + bwd_s: the busiest EP rank's time beyond the mean's
+    zero_comm_s: float = 0.0  # ZeRO-2/3's per-microbatch gradient reduce-scatter / weight all-gathers, exposed
 
 
 # What ``Evaluation.mfu`` is (``evaluate_costs``; ``layer_costs.model_forward_flops_per_sequence``), said in

@@ -6,11 +6,13 @@ a numpy array so the DP gets a whole row of stage sizes in one call with exactly
 
 Per microbatch, stage i costs T_i = fwd + bwd (incl. recompute) + its sends (the activation to the next
 stage, the gradient to the previous one, each a point-to-point transfer on the tier the two neighbouring
-stages share). Memory = weights + grads + optimizer state (/d with ZeRO-1) + in-flight microbatches x
-stashed activations + the transient recompute buffer of one layer. After the last backward each stage
-synchronises its gradients over its d data-parallel replicas (ring all-reduce, or reduce-scatter +
-all-gather of the weights with ZeRO-1; optionally overlapped with the last microbatch's backward) and runs
-the optimizer step, a memory-bound pass over its parameters.
+stages share). Memory = weights + grads + optimizer state + in-flight microbatches x stashed activations +
+the transient recompute buffer of one layer, the static part sharded over the d data-parallel replicas by
+the plan's ZeRO stage (``ZERO_STAGES``). After the last backward each stage synchronises its gradients over
+its d replicas (ring all-reduce, or reduce-scatter + all-gather of the weights with ZeRO-1; optionally
+overlapped with the last microbatch's backward) and runs the optimizer step, a memory-bound pass over its
+parameters. ZeRO-2 and -3 move the gradient reduce-scatter (and ZeRO-3 the weight all-gathers) into every
+microbatch (``microbatch_comm_s``).
 """
 from __future__ import annotations
 
@@ -35,14 +37,48 @@ class StageSums:
     zero1_optimizer_bytes: object = None  # what ZeRO-1 divides over the d x cp ranks (None: optimizer_bytes)
     moe_a2a_s: object = 0.0  # of fwd_s + bwd_s: MoE dispatch/combine (exposed) and routing imbalance
     moe_imbalance_s: object = 0.0
+    largest_layer_weight_bytes: object = 0.0  # ZeRO-3 gathers one layer at a time
 
-    def optimizer_shard_bytes(self, dp: int, zero1: bool):
-        """Optimizer state on one device: all of it, or with ZeRO-1 its 1/d shard (an MoE block's experts
+    def optimizer_shard_bytes(self, dp: int, zero: int):
+        """Optimizer state on one device: all of it, or with ZeRO >= 1 its 1/d shard (an MoE block's experts
         sharded over their expert-data-parallel group: ``LayerCost.zero1_scale``)."""
-        if not zero1:
+        if not zero:
             return self.optimizer_bytes
         z = self.optimizer_bytes if self.zero1_optimizer_bytes is None else self.zero1_optimizer_bytes
         return z / dp
+
+    def grad_shard_bytes(self, dp: int, zero: int):
+        """Gradient bytes on one device: all of them, or with ZeRO >= 2 their 1/d shard plus the one bucket
+        being reduce-scattered (``grad_bucket_bytes``)."""
+        if zero < 2 or dp <= 1:
+            return self.grad_bytes
+        return self.grad_bytes / dp + grad_bucket_bytes(self.grad_bytes, self.params, dp)
+
+    def weight_shard_bytes(self, dp: int, zero: int):
+        """Weight bytes on one device: all of them, or with ZeRO-3 their 1/d shard plus two gathered layers
+        (the one computing and the one prefetched: FSDP's default forward/backward prefetch of one unit,
+        PyTorch FSDP docs, ``BackwardPrefetch.BACKWARD_PRE``; Megatron-FSDP's ``fsdp_double_buffer``)."""
+        if zero < 3 or dp <= 1:
+            return self.weight_bytes
+        return self.weight_bytes / dp + 2.0 * np.minimum(self.largest_layer_weight_bytes, self.weight_bytes)
+
+
+# ZeRO stages (Rajbhandari et al., SC 2020, sec. 5): 0 plain data parallelism; 1 optimizer state sharded over the
+# d ranks (Megatron's distributed optimizer); 2 also the gradients, reduce-scattered after every microbatch's
+# backward (nothing keeps the full gradient between microbatches; DeepSpeed stage 2 and Megatron-FSDP
+# ``optim_grads`` reduce each micro-step); 3 also the weights, all-gathered before each microbatch's forward and
+# again before its backward (FSDP / Megatron-FSDP ``optim_grads_params``, resharding after forward).
+ZERO_STAGES = (0, 1, 2, 3)
+
+
+def grad_bucket_bytes(grad_bytes, params, dp: int):
+    """The unsharded gradient bytes of one reduce-scatter bucket that ZeRO-2/3 hold while it is reduced:
+    ``DDP_BUCKET_PARAMS`` (Megatron's bucket size, at least 1M x d parameters) at the stage's gradient bytes
+    per parameter, at most the stage's gradients."""
+    params = np.asarray(params, dtype=float)
+    per = np.divide(grad_bytes, params, out=np.zeros_like(params), where=params > 0)
+    out = np.minimum(grad_bytes, max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp) * per)
+    return float(out) if np.ndim(out) == 0 else out
 
 
 def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
@@ -50,6 +86,8 @@ def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
     E, B, H = c.embedding, c.block, c.head
     nbp = np.asarray(nb) > 0
     return StageSums(
+        largest_layer_weight_bytes=np.maximum(np.maximum(e * E.weight_bytes, np.where(nbp, B.weight_bytes, 0.0)),
+                                              h * H.weight_bytes),
         fwd_s=e * E.fwd_s + nb * B.fwd_s + h * H.fwd_s,
         bwd_s=e * E.bwd_s + nb * B.bwd_s + h * H.bwd_s,
         params=e * E.params + nb * B.params + h * H.params,
@@ -76,13 +114,15 @@ def boundary_in_bytes(c: LayerCosts, e, nb):
     return np.where(np.asarray(nb) > 0, c.block.boundary_bwd_bytes, c.head.boundary_bwd_bytes) * (1 - e)
 
 
-def tied_static_bytes(c: LayerCosts, optimizer_scale: float = 1.0) -> float:
+def tied_static_bytes(c: LayerCosts, zero: int = 0, dp: int = 1) -> float:
     """Static bytes of the head's tied copy of the embedding (not stored twice on one device): its weights,
-    gradients and optimizer state, the state scaled as the stage's is (1/d with ZeRO-1)."""
+    gradients and optimizer state, each sharded over the d ranks as the plan's ZeRO stage shards the stage's
+    (state from ZeRO-1, gradients from 2, weights at 3)."""
     H = c.head
     if not H.tied_params or not H.params:
         return 0.0
-    return H.tied_params * (H.weight_bytes + H.grad_bytes + H.optimizer_bytes * optimizer_scale) / H.params
+    w, g, o = (1.0 / dp if zero >= k else 1.0 for k in (3, 2, 1))
+    return H.tied_params * (H.weight_bytes * w + H.grad_bytes * g + H.optimizer_bytes * o) / H.params
 
 
 def tied_grad_bytes(c: LayerCosts) -> float:
@@ -148,43 +188,77 @@ def send_s(c: LayerCosts, nbytes, pp_tier: NetworkTier, tp_tier: NetworkTier):
     return p2p_s(nb / g, pp_tier) + _vec(lambda b: all_gather_latency_s(b, g, tp_tier), nb)
 
 
-def param_gather_s(weight_bytes, topo: Topology, zero1: bool):
-    """The all-gather of the updated weights over the d replicas with ZeRO-1 (0 without, or d = 1)."""
+def param_gather_s(weight_bytes, topo: Topology, zero: int):
+    """The all-gather of the updated weights over the d replicas after the optimizer step with ZeRO-1 or -2
+    (0 without ZeRO, with ZeRO-3, which gathers them before every use instead, or d = 1)."""
     from phaze.cost import all_gather_latency_s
     d, tier = topo.dp, topo.dp_tier
-    if d <= 1 or not zero1:
+    if d <= 1 or zero not in (1, 2):
         return np.zeros(np.shape(weight_bytes)) if np.ndim(weight_bytes) else 0.0
     return _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes)
 
 
-def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero1: bool):
-    """Gradient synchronisation over the d replicas of a stage (0 when d = 1): a ring all-reduce of the
-    gradients, or with ZeRO-1 their reduce-scatter plus the all-gather of the updated weights
-    (``param_gather_s``); on the DP group's ring tier (``Cluster.ring_tier``)."""
+def dp_sync_s(grad_bytes, weight_bytes, topo: Topology, zero: int):
+    """The data-parallel synchronisation at the end of a step over the d replicas of a stage (0 when d = 1),
+    on the DP group's ring tier (``Cluster.ring_tier``): a ring all-reduce of the gradients; with ZeRO-1 their
+    reduce-scatter plus the all-gather of the updated weights (``param_gather_s``); with ZeRO-2 only that
+    all-gather (the gradients were reduce-scattered microbatch by microbatch: ``microbatch_comm_s``); with
+    ZeRO-3 nothing."""
     from phaze.cost import allreduce_latency_s, reduce_scatter_latency_s
     d, tier = topo.dp, topo.dp_tier
-    if d <= 1:
+    if d <= 1 or zero >= 3:
         return np.zeros(np.shape(grad_bytes)) if np.ndim(grad_bytes) else 0.0
-    if zero1:
-        return _vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes) + param_gather_s(weight_bytes, topo, zero1)
+    if zero == 2:
+        return param_gather_s(weight_bytes, topo, zero)
+    if zero:
+        return _vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes) + param_gather_s(weight_bytes, topo, zero)
     return _vec(lambda b: allreduce_latency_s(b, d, tier), grad_bytes)
+
+
+def microbatch_comm_s(grad_bytes, weight_bytes, topo: Topology, zero: int):
+    """(forward, backward) data-parallel transfers of every microbatch with ZeRO-2/3 (zeros below, or d = 1):
+    ZeRO-2 reduce-scatters the microbatch's gradients after its backward; ZeRO-3 also all-gathers the weights
+    before its forward and again before its backward (resharded after forward)."""
+    from phaze.cost import all_gather_latency_s, reduce_scatter_latency_s
+    d, tier = topo.dp, topo.dp_tier
+    zero_ = np.zeros(np.shape(grad_bytes)) if np.ndim(grad_bytes) else 0.0
+    if d <= 1 or zero < 2:
+        return zero_, zero_
+    rs = _vec(lambda b: reduce_scatter_latency_s(b, d, tier), grad_bytes)
+    if zero == 2:
+        return zero_, rs
+    ag = _vec(lambda b: all_gather_latency_s(b, d, tier), weight_bytes)
+    return ag, ag + rs
+
+
+def exposed_microbatch_comm_s(c: LayerCosts, s: StageSums, topo: Topology, zero: int, overlap: bool,
+                              hbm_Bps: float):
+    """The part of ``microbatch_comm_s`` a microbatch waits for, added to its stage time T: all of it without
+    overlap; overlapped (prefetch / bucketed reduce, as the step-end sync is: ``exposed_sync_s``) at least one
+    bucket of each, and what the forward or backward compute cannot cover, plus the compute the transfers
+    take (``sync_interference``)."""
+    fwd_c, bwd_c = microbatch_comm_s(s.grad_bytes, s.weight_bytes, topo, zero)
+    if zero < 2 or topo.dp <= 1:
+        return fwd_c
+    return exposed_sync_s(fwd_c + bwd_c, s.bwd_s, overlap, s.params, topo.dp, fwd_c, s.fwd_s,
+                          sync_interference(c, topo, hbm_Bps))
 
 
 _SYNC_ROWS: dict = {}
 
 
-def dp_sync_row(c: LayerCosts, e: int, h: int, s: StageSums, L: int, topo: Topology, zero1: bool):
+def dp_sync_row(c: LayerCosts, e: int, h: int, s: StageSums, L: int, topo: Topology, zero: int):
     """``dp_sync_s`` of a stage with e embeddings, nb = 0..L blocks and h heads (``s``), memoized: it
     depends only on the stage's gradient and weight bytes and the DP group, not on p, the recompute mode or
     the layer times, so the partition solves of many combinations share it."""
     E, B, H = c.embedding, c.block, c.head
     key = (e, h, L, E.grad_bytes, B.grad_bytes, H.grad_bytes, E.weight_bytes, B.weight_bytes, H.weight_bytes,
-           topo.dp, topo.dp_tier, zero1)
+           topo.dp, topo.dp_tier, zero)
     row = _SYNC_ROWS.get(key)
     if row is None:
         if len(_SYNC_ROWS) > 4096:
             _SYNC_ROWS.clear()
-        row = _SYNC_ROWS[key] = np.asarray(dp_sync_s(s.grad_bytes, s.weight_bytes, topo, zero1), float)
+        row = _SYNC_ROWS[key] = np.asarray(dp_sync_s(s.grad_bytes, s.weight_bytes, topo, zero), float)
         row.setflags(write=False)
     return row
 
@@ -228,28 +302,29 @@ def optimizer_lane_ops(optimizer_bytes, params):
     return per * np.asarray(params, dtype=float)
 
 
-def optimizer_step_s(s: StageSums, dp: int, zero1: bool, hbm_Bps: float, lane_ops_per_s: float = np.inf):
-    """Optimizer step over the stage's parameters (/d with ZeRO-1): the slower of its HBM traffic
+def optimizer_step_s(s: StageSums, dp: int, zero: int, hbm_Bps: float, lane_ops_per_s: float = np.inf):
+    """Optimizer step over the stage's parameters (/d with ZeRO >= 1): the slower of its HBM traffic
     (``optimizer_traffic_bytes``) at the achievable HBM bandwidth and its lane operations
     (``optimizer_lane_ops``) on the chip's vector lanes (``DeviceSpec.lane_ops_per_s``; the step runs alone,
     so it has all of both). A GPU's lanes outrun its HBM ~100x on this step; a designed chip with few lanes
     does not (the TPUv4-like chip's 256 lanes are 2x slower than its HBM here)."""
     traffic = optimizer_traffic_bytes(s.grad_bytes, s.optimizer_bytes, s.weight_bytes, s.params)
     lanes_s = optimizer_lane_ops(s.optimizer_bytes, s.params) / lane_ops_per_s
-    out = np.maximum(traffic / hbm_Bps, lanes_s) / (dp if zero1 else 1)
-    if zero1 and s.zero1_optimizer_bytes is not None:  # the experts' shard is larger (their group is smaller)
+    out = np.maximum(traffic / hbm_Bps, lanes_s) / (dp if zero else 1)
+    if zero and s.zero1_optimizer_bytes is not None:  # the experts' shard is larger (their group is smaller)
         out = out * np.divide(s.zero1_optimizer_bytes, s.optimizer_bytes,
                               out=np.ones_like(np.asarray(s.optimizer_bytes, float)),
                               where=np.asarray(s.optimizer_bytes) > 0)
     return float(out) if np.ndim(out) == 0 else out
 
 
-def stage_memory(s: StageSums, in_flight, dp: int, zero1: bool, tied_bytes=0.0, activation_peak_bytes=None):
-    """Peak bytes on one device of the stage: ``in_flight`` x its activations, or ``activation_peak_bytes``
-    when given (the interleaved schedule's chunk-by-chunk peak)."""
-    opt = s.optimizer_shard_bytes(dp, zero1)
+def stage_memory(s: StageSums, in_flight, dp: int, zero: int, tied_bytes=0.0, activation_peak_bytes=None):
+    """Peak bytes on one device of the stage: its weights, gradients and optimizer state as the ZeRO stage
+    shards them over the d ranks, minus the tied copy ``tied_bytes``, plus ``in_flight`` x its activations, or
+    ``activation_peak_bytes`` when given (the interleaved schedule's chunk-by-chunk peak)."""
+    static = s.weight_shard_bytes(dp, zero) + s.grad_shard_bytes(dp, zero) + s.optimizer_shard_bytes(dp, zero)
     act = in_flight * s.activation_bytes if activation_peak_bytes is None else activation_peak_bytes
-    return s.weight_bytes + s.grad_bytes + opt - tied_bytes + act + s.working_bytes
+    return static - tied_bytes + act + s.working_bytes
 
 
 # Megatron-LM's gradient buckets: DistributedDataParallelConfig.bucket_size defaults to
@@ -386,6 +461,15 @@ class ModelTotals:
         if optimizer_scale == 1.0:
             return self.weight_bytes + self.grad_bytes + self.optimizer_bytes
         return self.weight_bytes + self.grad_bytes + self.zero1_optimizer_bytes * optimizer_scale
+
+    def sharded_static_bytes(self, zero: int, dp: int) -> float:
+        """A floor on the weights + grads + optimizer state per device under ZeRO stage ``zero`` over ``dp``
+        ranks: the shards only (the gathered layers and the reduce bucket that ZeRO-2/3 add are left out)."""
+        if not zero or dp <= 1:
+            return self.static_bytes()
+        w = self.weight_bytes / dp if zero >= 3 else self.weight_bytes
+        g = self.grad_bytes / dp if zero >= 2 else self.grad_bytes
+        return w + g + self.zero1_optimizer_bytes / dp
 
 
 def model_totals(c: LayerCosts, L: int) -> ModelTotals:

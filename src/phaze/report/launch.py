@@ -14,6 +14,11 @@ FRAMEWORKS = ("megatron", "nemo", "torchtitan")
 _STRENGTH = {"none": 0, "selective": 1, "full": 2}
 
 
+
+# Megatron-FSDP's --data-parallel-sharding-strategy for ZeRO-2 / -3 (Megatron-Core developer guide,
+# megatron_fsdp.fully_shard.ShardingStrategy: optim_grads "similar to ZeRO-2", optim_grads_params ZeRO-3)
+MEGATRON_FSDP_STRATEGY = {2: "optim_grads", 3: "optim_grads_params"}
+
 def _blocks_per_virtual_stage(plan) -> list[int]:
     """Transformer blocks of each virtual stage in model order (the embedding and head are not blocks)."""
     last = plan.stages[-1][1]
@@ -74,8 +79,13 @@ def megatron_args(plan, seq_len: int, moe: bool = False) -> dict:
     a += ["--micro-batch-size", str(plan.microbatch_size), "--global-batch-size", str(gb), "--seq-length", str(seq_len)]
     if plan.sequence_parallel and plan.tp > 1:
         a.append("--sequence-parallel")
-    if plan.zero1:
+    if plan.zero == 1:
         a.append("--use-distributed-optimizer")
+    elif plan.zero >= 2:
+        a += ["--use-megatron-fsdp", "--data-parallel-sharding-strategy", MEGATRON_FSDP_STRATEGY[plan.zero]]
+        if plan.pp > 1:
+            w.append("Megatron-FSDP (ZeRO-2/3) with pipeline parallelism: phaze has not checked that Megatron-Core "
+                     "0.15 runs the two together")
     if plan.dp_overlap:
         a.append("--overlap-grad-reduce")
         if plan.zero1:
@@ -150,6 +160,9 @@ def nemo_overrides(plan, seq_len: int, moe: bool = False) -> dict:
     put("data.seq_length", seq_len)
     put("optim.config.use_distributed_optimizer", bool(plan.zero1))
     put(s + "ddp.use_distributed_optimizer", bool(plan.zero1))
+    if plan.zero >= 2:
+        put(s + "ddp.use_megatron_fsdp", True)
+        put(s + "ddp.data_parallel_sharding_strategy", MEGATRON_FSDP_STRATEGY[plan.zero])
     put(s + "ddp.overlap_grad_reduce", bool(plan.dp_overlap))
     put(s + "ddp.overlap_param_gather", bool(plan.dp_overlap and plan.zero1))
     put(s + "ddp.grad_reduce_in_fp32", plan.grad_dtype != "bf16")
@@ -232,11 +245,17 @@ def torchtitan_toml(plan, seq_len: int, moe: bool = False) -> dict:
     par, tr = tables["parallelism"], tables["training"]
     par["data_parallel_replicate_degree"] = 1
     par["data_parallel_shard_degree"] = plan.dp
-    if plan.dp > 1:
+    if plan.dp > 1 and plan.zero == 3:
+        par["fsdp_reshard_after_forward"] = "always"
+    elif plan.dp > 1 and plan.zero == 2:
+        par["fsdp_reshard_after_forward"] = "never"
+        w.append("ZeRO-2 as TorchTitan's FSDP2 without resharding after forward: the weights are still sharded "
+                 "between steps and gathered once per microbatch (less memory, more communication than planned)")
+    elif plan.dp > 1:
         w.append("TorchTitan's data parallelism with TP/PP is FSDP2 (weights, gradients and optimizer state "
                  "sharded, like ZeRO-3, its all-gathers per layer); the plan is "
                  + ("ZeRO-1 (optimizer state sharded)" if plan.zero1 else "plain data parallelism")
-                 + ": less memory than planned, more communication")
+                 + ": less memory than planned, more communication (plan with --zero 3 for the plan TorchTitan runs)")
     par["tensor_parallel_degree"] = plan.tp
     if plan.tp > 1 and not plan.sequence_parallel:
         w.append("TorchTitan's tensor parallelism always shards the norms over the sequence (sequence "

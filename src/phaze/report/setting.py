@@ -138,7 +138,7 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
                                                                  if space.per_stage_recompute else " (one per plan)")),
             ("plan space", f"tensor-parallel: {tps}; interleaving {_vals(space.interleave_values) if space.interleave_values else 'every size dividing the blocks'}; "
                            f"sequence parallelism {'/'.join('on' if x else 'off' for x in space.sequence_parallel)}; "
-                           f"ZeRO-1 (distributed optimizer) {'/'.join('on' if x else 'off' for x in space.zero1)}; "
+                           f"ZeRO stages {_vals(space.zero)}; "
                            f"context parallelism {_vals(space.cp_values)}; "
                            + (f"all {devices} devices" if space.use_all_devices
                               else f"up to {devices} devices (fewer when that is faster)")),

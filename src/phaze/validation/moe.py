@@ -109,7 +109,7 @@ def run_plan(run: dict, model):
     kw = dict(tp=run["tp"], dp=run["dp"], microbatch_size=run["mbs"],
               num_microbatches=run["global_batch"] // (run["mbs"] * run["dp"]),
               recompute=Recompute.uniform(run["recompute"] or "none"), sequence_parallel=sp,
-              zero1=run["zero1"] is not False, cp=run["cp"] or 1, runtime=run_runtime(run), ep=run["ep"],
+              zero=int(run["zero1"] is not False), cp=run["cp"] or 1, runtime=run_runtime(run), ep=run["ep"],
               etp=run["etp"] or 1)
     layout = RUN_LAYOUTS.get(run["case"])
     if layout:

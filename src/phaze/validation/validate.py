@@ -123,7 +123,7 @@ def _plan_evaluation(c: TimeCase):
     plan = Plan.balanced(
         c.model.num_layers, c.pp, c.tp, c.dp, c.microbatch, c.global_batch // (c.microbatch * c.dp),
         interleave=c.interleave, recompute=Recompute.uniform(c.recompute or MODES[c.mode][0]),
-        sequence_parallel=sp, zero1=c.zero1, cp=c.cp, runtime=case_runtime(c))
+        sequence_parallel=sp, zero=int(c.zero1), cp=c.cp, runtime=case_runtime(c))
     ev = evaluate(plan, c.model, get_accelerator(c.accelerator), get_cluster(c.cluster, c.gpus), c.global_batch)
     return plan, ev
 

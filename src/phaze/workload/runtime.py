@@ -180,7 +180,8 @@ def _tuple(name: str, values, kind=int) -> tuple:
 @dataclass(frozen=True)
 class PlanSpace:
     """The axes the plan search may choose. ``tp_values`` None: every valid power-of-two width inside the
-    fastest network tier. ``zero1``: the ZeRO-1 (distributed optimizer) choices searched. ``per_stage_recompute``:
+    fastest network tier. ``zero``: the ZeRO stages searched (0 none, 1 optimizer state sharded as Megatron's
+    distributed optimizer, 2 also gradients, 3 also weights as FSDP; ``phaze.placement.stage.ZERO_STAGES``). ``per_stage_recompute``:
     v = 1 plans may give each pipeline stage its own recompute mode. ``use_all_devices``: only plans with
     p * t * cp * d equal to the devices (else fewer devices are allowed when that is faster)."""
 
@@ -189,7 +190,7 @@ class PlanSpace:
     tp_values: tuple[int, ...] | None = None
     interleave_values: tuple[int, ...] | None = None  # None: every size Megatron takes (``interleaves``)
     sequence_parallel: tuple[bool, ...] = (False, True)
-    zero1: tuple[bool, ...] = (False, True)
+    zero: tuple[int, ...] = (0, 1, 2, 3)
     cp_values: tuple[int, ...] = (1,)
     per_stage_recompute: bool = True
     use_all_devices: bool = False
@@ -205,7 +206,9 @@ class PlanSpace:
         if self.interleave_values is not None:
             set_("interleave_values", tuple(sorted(_tuple("interleave_values", self.interleave_values))))
         set_("sequence_parallel", _tuple("sequence_parallel", self.sequence_parallel, bool))
-        set_("zero1", _tuple("zero1", (self.zero1,) if isinstance(self.zero1, bool) else self.zero1, bool))
+        set_("zero", _tuple("zero", (self.zero,) if isinstance(self.zero, (bool, int)) else self.zero, int))
+        if any(z not in (0, 1, 2, 3) for z in self.zero):
+            raise ConfigError(f"--zero: ZeRO stages are 0, 1, 2 and 3, got {', '.join(map(str, self.zero))}")
         set_("cp_values", _tuple("cp_values", self.cp_values))
         for name in ("tp_values", "ep_values", "etp_values"):
             if getattr(self, name) is not None:
@@ -244,7 +247,7 @@ class PlanSpace:
 
 # The paper's plan space for the co-search: no interleaving, no sequence parallelism, no ZeRO-1, one recompute
 # mode per plan (the microbatch sizes and recompute modes come from the search's own setting)
-PAPER_PLAN_SPACE = PlanSpace(interleave_values=(1,), sequence_parallel=(False,), zero1=(False,),
+PAPER_PLAN_SPACE = PlanSpace(interleave_values=(1,), sequence_parallel=(False,), zero=(0,),
                              per_stage_recompute=False)
 
 
