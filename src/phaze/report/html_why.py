@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from phaze.report.html_page import note, table, times
 from phaze.report.svg import BLUE, ORANGE, VERMILLION, Series, scatter
-from phaze.report.why import changed_text
+from phaze.report.why import AXIS_LABELS, changed_text, order_text
 
 
 def why_html(res) -> str:
-    from phaze.search.why import order_text
-
     if not res.wins_because:
         return note("No decomposition: the search found no winner, or the reference has no plan for every model.")
+    first = next(iter(res.wins_because.values()))
     out = note("The reference chip is changed into the winner one resource at a time, in this order: "
-               f"{order_text()}. Each intermediate chip is evaluated with the search's own machinery (its best "
+               f"{order_text(first)}. Each intermediate chip is evaluated with the search's own machinery (its best "
                "plan searched again in the search's plan space), not interpolated; the steps multiply to the "
                "winner's throughput ratio (several models: its throughput score, the mean ratio). A step measures "
                "its resource with every earlier one already the winner's, so another order would split the gain "
@@ -49,8 +48,6 @@ def tco_html(res) -> str:
 
 def fronts_html(res) -> str:
     """One chart per axis: the front's chips, the winner and the reference (throughput 1 x)."""
-    from phaze.search.fronts import AXES
-
     fr = res.fronts or {}
     if not fr:
         return ""
@@ -58,7 +55,7 @@ def fronts_html(res) -> str:
     best = (res.best.chip, res.best.hbm_gib) if res.best else None
     out = note("Throughput (x the TPUv4-like chip's under its best plan) against area, peak power and TCO at peak "
                "power, among the exactly evaluated chips: each front holds the chips no other beats in both.")
-    for key, label in AXES:
+    for key, label in AXIS_LABELS.items():
         pts = fr.get(key) or []
         if not pts:
             continue

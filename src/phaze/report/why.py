@@ -9,6 +9,13 @@ from phaze.units import MiB
 _UNITS = {"glb_bytes": ("MiB", MiB), "hbm_bytes": ("GiB", 2**30), "tc_operand_bytes": ("KiB", 1024),
           "tc_acc_bytes": ("KiB", 1024), "hbm_bandwidth_Bps": ("GB/s", 1e9), "freq_hz": ("MHz", 1e6)}
 FRONT_AXES = {"area_mm2": "area", "peak_power_w": "peak W", "tco_usd": "TCO"}
+# each front's axis in words (the keys of ``SearchResult.fronts``: phaze.search.fronts.AXES)
+AXIS_LABELS = {"area_mm2": "area (mm^2)", "peak_power_w": "peak power (W)", "tco_usd": "TCO at peak power (USD)"}
+
+
+def order_text(steps: list[dict]) -> str:
+    """The order of a decomposition's steps, in words (the list's order is the order they were taken in)."""
+    return " -> ".join(s["resource"] for s in steps)
 
 
 def changed_text(changed: dict) -> str:
@@ -23,8 +30,6 @@ def changed_text(changed: dict) -> str:
 
 def why_tables(res) -> list:
     """One table per reference: each step's speedup, the running product, the chip after it."""
-    from phaze.search.why import order_text
-
     out = []
     models = [m["name"] for m in res.spec["models"]]
     what = "throughput" if len(models) == 1 else "throughput score (mean over models)"
@@ -37,7 +42,7 @@ def why_tables(res) -> list:
         out.append(table(
             f"why the winner wins against {name}: its {what} ratio {total:.3f}x = the product of these steps "
             f"(the reference changed into the winner one resource at a time, in this order; each chip's best plan "
-            f"searched again): {order_text()}",
+            f"searched again): {order_text(steps)}",
             ["step", "resource", "changed", "speedup", "cumulative", "seq/s after", "area mm^2", "peak W", "note"],
             rows))
     return out

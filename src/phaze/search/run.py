@@ -15,21 +15,13 @@ from phaze.progress import Progress
 from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chips
+from phaze.search.fixed_plan import fixed_chip_plan
 from phaze.search.objective import apply_tdp, chip_weights
 from phaze.search.results import AtHbm, ChipRow, ReferenceRow, SearchResult, chip_rows, reference_rows
 from phaze.search.executor import abort, make_executor
 from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
 from phaze.units import GiB
-
-
-def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None):
-    """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
-    ``spec.runtime``): what the TPUv4-like reference and the Spotlight-style chip are scored by."""
-    from phaze.placement import optimize
-
-    return optimize(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space, devices=spec.devices,
-                    top_k=0, baselines=False, schedule_cache=schedule_cache)
 
 
 def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float) -> list[ReferenceRow]:

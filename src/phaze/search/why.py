@@ -39,11 +39,6 @@ NOT_CHIP = (("network (cluster)", "the same cluster network for every chip of th
             ("plan space", "the same plan space for every chip of the search"))
 
 
-def order_text() -> str:
-    """The order of the steps, in words."""
-    return " -> ".join([r for r, _ in STEPS] + [REST[0]] + [r for r, _ in NOT_CHIP])
-
-
 def _value(tputs: list[float], ref_tputs: list[float]) -> float:
     return sum(t / r for t, r in zip(tputs, ref_tputs)) / len(tputs)
 
@@ -114,7 +109,7 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
     search's plan space and runtime); one schedule cache for every intermediate chip."""
     from phaze.schedule import ScheduleCache
-    from phaze.search.run import fixed_chip_plan
+    from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
 
