@@ -130,19 +130,21 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
         if r.status == "exact" and r.outcomes[k].throughput_seq_per_s > 0:
             o = r.outcomes[k]
             by_chip.setdefault(r.index, []).append(ChipResult(
-                r.index, r.hbm_gib, "exact", o.throughput_seq_per_s / (ref_seq_per_s * weights[hbm_row[r.hbm_gib], r.index]),
-                (o,), 0, 0))
+                r.index, r.hbm_gib, "exact",
+                o.throughput_seq_per_s / (ref_seq_per_s * weights[hbm_row[r.hbm_gib], r.index]), (o,), 0, 0))
     for c, results in sorted(by_chip.items()):
         sub.add(results, {c: chip_fields(cands, c)})
 
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None) -> SearchResult:
+               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None,
+               why: bool = True) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
     ``namespace`` when the file holds several searches, see ``Store.open``). ``executor``: a pool to use
     (and leave running; its owner stops it) instead of one of its own, so several searches share its
-    workers' schedule caches."""
+    workers' schedule caches. ``why``: also explain the winner (``wins_because``, ``tco``, ``fronts``; the
+    reproduce table, which shows none of them, leaves it out)."""
     t0 = time.perf_counter()
     cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
     cands = enumerate_space(spec.space)
@@ -229,18 +231,20 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                   cands, cluster) for r in per_model]
             store.put_meta("explained", {"best": rows[0].to_dict(), "pareto": [r.to_dict() for r in front],
                                          "per_model": [r.to_dict() for r in per_model]})
-            prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
-                      "chip's best plan searched again; TCO and the Pareto fronts")
-            why = _why(rows, refs, spec, cands, cluster)
-            for k, v in why.items():
-                store.put_meta(k, v)
+            explained_why = {}
+            if why:
+                prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
+                          "chip's best plan searched again; TCO and the Pareto fronts")
+                explained_why = _why(rows, refs, spec, cands, cluster)
+                for k, v in explained_why.items():
+                    store.put_meta(k, v)
     finally:
         if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
         prog.close()
         store.close()
     return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, tuple(refs),
-                        tuple(front), time.perf_counter() - t0, tuple(per_model), **(why if rows else {}))
+                        tuple(front), time.perf_counter() - t0, tuple(per_model), **(explained_why if rows else {}))
 
 
 def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:

@@ -74,7 +74,7 @@ def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> 
                 raise InfeasibleError("no plan fits it")
         except (ConfigError, InfeasibleError) as err:
             pending.append((resource, names))
-            why_merged.append(f"the chip with {resource} alone changed is not evaluable ({err})")
+            why_merged.append(f"the chip after the {resource} step is not evaluable ({err})")
             continue
         v = _value(tputs, ref_t)
         cum *= v / cur_v
@@ -83,7 +83,12 @@ def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> 
         note = "merged: " + "; ".join(why_merged) if pending else ""
         out.append(_step(label, v / cur_v, cum, every, tputs, chip, note))
         cur, cur_t, cur_v, pending, why_merged = chip, tputs, v, [], []
-    if {k: v for k, v in asdict(cur).items() if k != "name"} != {k: v for k, v in asdict(winner).items() if k != "name"}:
+    if pending:
+        raise InfeasibleError(f"the winner {winner.name} has no plan for every model; nothing to decompose")
+    def fields_of(a) -> dict:
+        return {k: v for k, v in asdict(a).items() if k != "name"}
+
+    if fields_of(cur) != fields_of(winner):
         raise AssertionError("the decomposition did not end at the winner's chip")  # every field is in a step
     for resource, note in NOT_CHIP:
         out.append(_step(resource, 1.0, cum, {}, cur_t, cur, note))
