@@ -84,3 +84,33 @@ def test_search_tables_and_plots(capsys, files):
     for name in ("pareto.png", "winner_vs_tpuv4.png"):
         png = files / "plots" / name
         assert png.stat().st_size > 1000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_search_perf_per_dollar_json_and_tables(capsys, files):
+    """`--objective perf-per-dollar --json` end to end: wins_because multiplies to the winner's throughput ratio,
+    the winner's and the reference's TCO parts sum to their totals; the tables print the three new parts; the
+    paper's space (no power model) is refused on one line before any work."""
+    import math
+
+    code, out, err = run(capsys, *search_args(files, "--objective", "perf-per-dollar", "--json"))
+    assert code == 0, err
+    res = json.loads(out)
+    (ref_name, steps), = res["wins_because"].items()
+    ratio = res["best"]["outcomes"][0]["throughput_seq_per_s"] / res["references"][0]["best_seq_per_s"]
+    assert ref_name == "tpuv4-like" and math.prod(s["speedup"] for s in steps) == pytest.approx(ratio, rel=1e-12)
+    assert set(res["tco"]) == {"winner", "tpuv4-like"}
+    for t in res["tco"].values():
+        parts = ("die_usd", "hbm_usd", "package_usd", "network_usd", "energy_usd")
+        assert t["total_usd"] == pytest.approx(sum(t[k] for k in parts), rel=1e-12)
+        assert t["tco_at_peak_usd"] >= t["total_usd"]  # peak power >= the plans' average power
+    w, r = res["tco"]["winner"], res["tco"]["tpuv4-like"]
+    assert res["best"]["score"] == pytest.approx(ratio / (w["tco_at_peak_usd"] / r["tco_at_peak_usd"]), rel=1e-9)
+    assert set(res["fronts"]) == {"area_mm2", "peak_power_w", "tco_usd"}
+    code, out, err = run(capsys, *search_args(files, "--objective", "perf-per-dollar", "--store", str(files / "t.db")))
+    assert code == 0, err
+    for title in ("why the winner wins against tpuv4-like", "cost of ownership per chip", "Pareto fronts among"):
+        assert title in " ".join(out.split()), title
+    code, out, err = run(capsys, *search_args(files, "--objective", "perf-per-dollar", "--space", "paper",
+                                              "--store", str(files / "p.db")))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "perf-per-dollar" in err
+    assert not (files / "p.db").exists()

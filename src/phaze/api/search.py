@@ -211,9 +211,10 @@ def load_search(store: str):
             if e_best.chip == best.chip:
                 best, front = e_best, chip_rows(explained["pareto"], f"{where} Pareto row")
                 per_model = chip_rows(explained["per_model"], f"{where} per-model row")
+        why = {k: s.get_meta(k) or {} for k in ("wins_because", "tco", "fronts")} if explained else {}
     finally:
         s.close()
-    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model))
+    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model), **why)
 
 
 def exact_rows(store: str) -> list:

@@ -291,10 +291,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--export-chip", default=None, metavar="FILE",
                    help="also write the winning chip (its HBM set) as a chip file, .json or .yaml, that "
                         "--accelerator FILE takes (evaluate, plan, search) (default: none)")
-    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "latency", "edp"),
+    p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "perf-per-dollar",
+                                            "latency", "edp"),
                    default=None,
                    help="co-search: what the score measures, each relative to the TPUv4-like chip: throughput, "
-                        "throughput per mm^2, or throughput per W of peak power (default: throughput); "
+                        "throughput per mm^2, per W of peak power, or per dollar of TCO at peak power (die, HBM, "
+                        "package, energy over 6 years; docs/cost-model.md) (default: throughput); "
                         "--baseline spotlight: latency or edp (default: latency)")
     p.add_argument("--tdp-w", default="reference", metavar="W|reference|none",
                    help="leave out chips whose peak power exceeds W watts; 'reference' caps them at the TPUv4-like "

@@ -505,7 +505,7 @@ def cmd_search(args) -> int:
         return _spotlight(args)
     if args.objective in ("latency", "edp"):
         raise ConfigError(f"--objective {args.objective} is an option of --baseline spotlight; the co-search takes "
-                          f"throughput, perf-per-area or perf-per-watt")
+                          f"throughput, perf-per-area, perf-per-watt or perf-per-dollar")
     return _search_and_report(args, _search_kw(args), args.store, args.html, args.plot)
 
 

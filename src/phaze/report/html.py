@@ -17,6 +17,7 @@ from phaze.errors import ConfigError, PhazeError
 from phaze.report.details import iteration_parts
 from phaze.report.html_figures import pareto_chart, plan_figures, schedule_figures, si_s
 from phaze.report.html_page import Section, kv_table, note, page, pct, table, times
+from phaze.report.html_why import fronts_html, tco_html, why_html
 from phaze.report.svg import BLUE, GREY, ORANGE, SKY, hbars
 from phaze.units import MiB
 
@@ -206,7 +207,10 @@ def search_report_html(res, all_rows: list | None = None, details: list | None =
     sections = [Section("answer", "The answer", _search_answer(res)),
                 Section("assumptions", "Assumptions", kv_table(search_setting(res.spec))),
                 Section("versus", "Winner against the references", _search_versus(res)),
-                Section("pareto", "Pareto front", _search_front(res, all_rows if all_rows is not None else res.pareto))]
+                Section("why", "Why the winner wins", why_html(res)),
+                Section("cost", "Cost of ownership", tco_html(res)),
+                Section("pareto", "Pareto front",
+                        _search_front(res, all_rows if all_rows is not None else res.pareto) + fronts_html(res))]
     if details:
         sections += _plan_sections(details, "the winning chip")
     sections.append(Section("counts", "How the search got there", _search_counts(res)))

@@ -82,11 +82,14 @@ def search_tables(res) -> list:
                      f"{paper / best_ref:.2f}x" if paper and best_ref else "-", "-", "-",
                      "-", watts(ref.peak_power_w), glb_bw(ref), "-"))
     what = {"throughput": "mean throughput", "perf-per-area": "mean throughput per mm^2",
-            "perf-per-watt": "mean throughput per W of peak power"}[res.spec.get("objective", "throughput")]
+            "perf-per-watt": "mean throughput per W of peak power",
+            "perf-per-dollar": "mean throughput per dollar of TCO at peak power"}[res.spec.get("objective", "throughput")]
     out.append(table(f"best chip: {chip_text(b)}, {b.area_mm2:.2f} mm^2, HBM {b.hbm_gib} GiB "
                      f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best){per_watt_text(b, res)}",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                       "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))
+    from phaze.report.why import front_tables, tco_tables, why_tables
+    out += why_tables(res) + tco_tables(res)
     if res.per_model:
         refs = {r.model: r for r in res.references}
         out.append(table("best chip per model, each model searched alone (the joint winner above maximizes the mean)",
@@ -102,7 +105,7 @@ def search_tables(res) -> list:
                      ["area mm^2", "score", "HBM GiB", "power W", "peak W", "chip"],
                      [(f"{r.area_mm2:.2f}", f"{r.score:.3f}", r.hbm_gib, watts(r.power_w),
                        watts(r.peak_power_w), chip_text(r)) for r in shown]))
-    return out
+    return out + front_tables(res)
 
 
 MAX_FRONT_ROWS = 25

@@ -36,12 +36,14 @@ class BranchAndBound:
     def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
                  cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None) -> None:
         self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
-        # per-chip objective weight (phaze.search.objective): score = throughput / (reference x weight)
-        self.w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
+        # per-candidate objective weight [HBM size, chip] (phaze.search.objective): score = throughput /
+        # (reference x weight); a 1-D weight is the same at every HBM size
+        w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
+        self.w = np.tile(w, (len(spec.hbm_gib), 1)) if w.ndim == 1 else w
         self.prune, self.limit_s = prune, schedule_time_limit_s
         self.pareto = spec.pareto
         # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
-        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0) / self.w[None, :]
+        self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0) / self.w
         self.chip_ub = self.ub.max(axis=0)
         area = cands.area_mm2
         # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
@@ -107,7 +109,9 @@ class BranchAndBound:
                          if (c, g) not in self.done and self.ub[h, c] >= threshold)
             if not hbms:
                 continue
-            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds]).tobytes()
+            # chips share a bounded result only with equal lower-bound layer times AND equal weights (a chip of
+            # equal times but a smaller weight, e.g. less area under perf-per-area, could score higher)
+            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]]).tobytes()
             if sig in self.bounded_sigs:
                 results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
                 shared.extend(results)
@@ -115,12 +119,12 @@ class BranchAndBound:
                 continue
             self.sigs[c] = sig
             hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
-            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r * self.w[c],
+            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
                            for b, r in zip(self.bounds, self.ref_tput))
             return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
-                            self.limit_s)
+                            self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms})
         return None
 
     def absorb_many(self, finished: list[tuple[int, list[ChipResult]]], store: Store) -> None:

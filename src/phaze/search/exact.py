@@ -57,6 +57,9 @@ class ChipTask:
     # CP-SAT subsolvers (the fallback after the branch and bound) taking turns on one thread: one is fastest
     # (measured: 0.35 s vs 1.8 s per chip with 8 on BERT-Large's near-best chips); unproven ones are counted
     schedule_subsolvers: int = 1
+    # objective weight per HBM size (phaze.search.objective; None: 1): the score divides throughput by the
+    # reference's times this
+    weight_by_hbm: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -215,55 +218,68 @@ def _model_threshold(incumbent: float, known: list[float], k: int) -> float:
 def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     """Exact (or provably dominated) results of one chip for each of its HBM sizes, largest first.
 
-    More HBM only adds feasible plans (layer times do not depend on capacity), so the score can only
-    shrink with a smaller HBM: once below the incumbent, every smaller size is too. The incumbent prunes
-    settings inside the chip: with several models through a per-model threshold (``_model_threshold``)."""
+    More HBM only adds feasible plans (layer times do not depend on capacity), so the throughput can only
+    shrink with a smaller HBM: once the score is below the incumbent, it is at every smaller size whose
+    objective weight is no smaller (always, but under perf-per-dollar, where a smaller HBM costs less and is
+    evaluated on its own). The incumbent prunes settings inside the chip: with several models through a
+    per-model threshold (``_model_threshold``)."""
     counter = [0, 0, 0]  # layer schedules solved, of them not proven optimal, of them reused from the cache
     times_cache: list[dict] = [{} for _ in task.models]
     results = []
     single = len(task.models) == 1
+    weights = task.weight_by_hbm or {}
     dominated_by: float | None = None
+    dominated_w = math.inf  # the weight at the size that fell below the incumbent
     bound_only = False
-    carry = None  # (result, per-model peak memory of its plans) at the previous, larger HBM
+    carry = None  # (result, per-model peak memory of its plans) at a larger HBM
+
+    def score_of(outcomes, gib) -> float:
+        return float(np.mean([o.throughput_seq_per_s / (mt.reference_seq_per_s * weights.get(gib, 1.0))
+                              for o, mt in zip(outcomes, task.models)]))
+
     for gib in sorted(task.hbm_gib, reverse=True):
-        if dominated_by is not None:
+        w = weights.get(gib, 1.0)
+        if dominated_by is not None and w >= dominated_w:
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
                                       bound_only, counter[2]))
             continue
         if carry is not None and all(mem <= gib * GiB for mem in carry[1]):
             # the larger HBM's best plans fit this one too, and a smaller HBM cannot do better
-            results.append(replace(carry[0], hbm_gib=gib, schedules_solved=counter[0],
+            score = score_of(carry[0].outcomes, gib)
+            results.append(replace(carry[0], hbm_gib=gib, score=score, schedules_solved=counter[0],
                                    schedules_not_optimal=counter[1], schedules_reused=counter[2]))
+            if score < task.incumbent_score * (1 - TIE_RTOL):
+                dominated_by, dominated_w, bound_only = score, w, False
             continue
         carry = None
         outcomes, exact, mems, probed = [], True, [], 0
-        known = [max(mt.setting_ub[gib]) / mt.reference_seq_per_s for mt in task.models]  # normalized
+        refs = [mt.reference_seq_per_s * w for mt in task.models]  # the score's divisors at this HBM size
+        known = [max(mt.setting_ub[gib]) / r for mt, r in zip(task.models, refs)]  # normalized
         for k, mt in enumerate(task.models):
-            threshold = (task.incumbent_score * mt.reference_seq_per_s if single
-                         else _model_threshold(task.incumbent_score, known, k) * mt.reference_seq_per_s)
+            threshold = (task.incumbent_score * refs[k] if single
+                         else _model_threshold(task.incumbent_score, known, k) * refs[k])
             cand, tput, ok, n = model_best(task, mt, gib, threshold, times_cache[k], counter)
             exact &= ok
             probed += n
             if not ok:  # this model alone keeps the chip below the incumbent: the others need no work
                 break
-            known[k] = tput / mt.reference_seq_per_s
+            known[k] = tput / refs[k]
             outcomes.append(_outcome(task, mt, cand))
             mems.append(_plan_memory_bytes(task, mt, cand, gib) if cand is not None else math.inf)
         if not exact:  # one model below its threshold: the chip cannot reach the incumbent
             # (probed == 0: decided by lower-bound layer times alone, so by the chip's lower bounds)
-            dominated_by, bound_only = task.incumbent_score, probed == 0
+            dominated_by, dominated_w, bound_only = task.incumbent_score, w, probed == 0
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
                                       bound_only, counter[2]))
             continue
-        score = float(np.mean([o.throughput_seq_per_s / mt.reference_seq_per_s
-                               for o, mt in zip(outcomes, task.models)]))
+        score = score_of(outcomes, gib)
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
         results.append(ChipResult(task.index, gib, status, score, tuple(outcomes), counter[0], counter[1],
                                   schedules_reused=counter[2]))
         if status == "exact":
             carry = (results[-1], mems)
         if status == "exact" and score < task.incumbent_score * (1 - TIE_RTOL):
-            dominated_by = score
+            dominated_by, dominated_w = score, w
     return results
 
 

@@ -1,11 +1,15 @@
-"""What a co-search maximises, as a per-chip weight on the throughput score, and the TDP filter.
+"""What a co-search maximises, as a per-candidate weight on the throughput score, and the TDP filter.
 
-score = mean over models of throughput / (TPUv4-like throughput x w), with w per chip:
+score = mean over models of throughput / (TPUv4-like throughput x w), with w per candidate (chip, HBM size):
 - ``throughput``: w = 1 (the paper's score);
 - ``perf-per-area``: w = area / TPUv4-like area;
 - ``perf-per-watt``: w = peak power / TPUv4-like peak power (``phaze.hardware.power``: the design power
-  a TDP bounds; a chip-only figure, so the bounds and pruning stay exact: a throughput upper bound
-  divided by w is an upper bound of the score).
+  a TDP bounds);
+- ``perf-per-dollar``: w = TCO at peak power / TPUv4-like TCO at peak power (``phaze.hardware.cost``: die,
+  HBM at the candidate's size, package, energy over the service life at the chip's peak power).
+Each w is a chip-only figure (it does not depend on the plan), so the bounds and pruning stay exact: a
+throughput upper bound divided by w is an upper bound of the score. Only perf-per-dollar's w depends on the
+HBM size (its price); ``phaze.search.exact`` carries that through.
 ``--tdp-w`` drops chips whose peak power exceeds it before the search (a filter on the space).
 """
 from __future__ import annotations
@@ -13,20 +17,41 @@ from __future__ import annotations
 import numpy as np
 
 from phaze.errors import InfeasibleError
+from phaze.units import GiB
 
-OBJECTIVES = ("throughput", "perf-per-area", "perf-per-watt")
+OBJECTIVES = ("throughput", "perf-per-area", "perf-per-watt", "perf-per-dollar")
 
 
-def chip_weights(objective: str, cands, reference) -> np.ndarray:
-    """w of every candidate (see module docstring)."""
+def chip_weights(objective: str, cands, reference, hbm_gib=(32,)) -> np.ndarray:
+    """w of every candidate, [HBM size of ``hbm_gib``, chip] (see module docstring)."""
     from phaze.hardware.area import area_mm2
     from phaze.hardware.power import peak_power_w
 
+    n_hbm = len(hbm_gib)
     if objective == "perf-per-area":
-        return np.asarray(cands.area_mm2, np.float64) / float(area_mm2(reference))
-    if objective == "perf-per-watt":
-        return np.asarray(peak_power_w(cands.arch), np.float64) / float(peak_power_w(reference))
-    return np.ones(len(cands))
+        w = np.asarray(cands.area_mm2, np.float64) / float(area_mm2(reference))
+    elif objective == "perf-per-watt":
+        w = np.asarray(peak_power_w(cands.arch), np.float64) / float(peak_power_w(reference))
+    elif objective == "perf-per-dollar":
+        return np.stack([chip_tco_at_peak_usd(cands, g * GiB) for g in hbm_gib]) / reference_tco_at_peak_usd(reference)
+    else:
+        w = np.ones(len(cands))
+    return np.tile(w, (n_hbm, 1))
+
+
+def chip_tco_at_peak_usd(cands, hbm_bytes: int) -> np.ndarray:
+    """TCO (``phaze.hardware.cost``) of every candidate chip with ``hbm_bytes`` of HBM, energy at peak power."""
+    from phaze.hardware.cost import tco_parts
+    from phaze.hardware.power import peak_power_w
+
+    return np.asarray(tco_parts(cands.area_mm2, np.full(len(cands), float(hbm_bytes)),
+                                peak_power_w(cands.arch))["total_usd"], np.float64)
+
+
+def reference_tco_at_peak_usd(reference) -> float:
+    from phaze.hardware.cost import chip_tco
+
+    return float(chip_tco(reference)["total_usd"])
 
 
 def apply_tdp(cands, tdp_w: float | None):

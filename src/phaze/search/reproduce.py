@@ -152,7 +152,7 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                     quiet: bool, executor, prog: Progress) -> tuple[list[ReproduceRow], dict]:
     cluster = get_cluster(spec.cluster, spec.devices)
     res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
-                     executor=executor)
+                     executor=executor, why=False)
     ref = res.references[0]
     ref_tput = ref.best_seq_per_s
     ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)

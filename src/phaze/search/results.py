@@ -10,7 +10,7 @@ already refuses a store of another phaze version, and outputs list only what thi
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 
 from phaze.errors import StoreError
 
@@ -276,12 +276,18 @@ class SearchResult:
     pareto: tuple[ChipRow, ...]  # (area, score) front: exact with spec.pareto, else among exactly evaluated chips
     wall_time_s: float
     per_model: tuple[ChipRow, ...] = ()  # with several models: each model's own best chip (``model`` set)
+    # {reference chip name: the steps from it to the winner} (``phaze.search.why``)
+    wins_because: dict = field(default_factory=dict)
+    # {"winner" or reference chip name: TCO parts} and {axis: front points} (``phaze.search.fronts``)
+    tco: dict = field(default_factory=dict)
+    fronts: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {"store": self.store, "spec": self.spec, "counts": self.counts,
                 "best": None if self.best is None else self.best.to_dict(),
                 "references": [r.to_dict() for r in self.references], "pareto": [r.to_dict() for r in self.pareto],
-                "wall_time_s": self.wall_time_s, "per_model": [r.to_dict() for r in self.per_model]}
+                "wall_time_s": self.wall_time_s, "per_model": [r.to_dict() for r in self.per_model],
+                "wins_because": self.wins_because, "tco": self.tco, "fronts": self.fronts}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "search result") -> "SearchResult":
@@ -292,7 +298,8 @@ class SearchResult:
                    reference_rows(_get(d, "references", (list,), where), f"{where} reference"),
                    chip_rows(_get(d, "pareto", (list,), where), f"{where} Pareto row"),
                    _get(d, "wall_time_s", _NUM, where),
-                   chip_rows(_get(d, "per_model", (list,), where, required=False) or [], f"{where} per-model row"))
+                   chip_rows(_get(d, "per_model", (list,), where, required=False) or [], f"{where} per-model row"),
+                   *(_get(d, k, (dict,), where, required=False) or {} for k in ("wins_because", "tco", "fronts")))
 
 
 assert [f.name for f in fields(ChipRow)][:14] == list(_ROW_KINDS)  # to_dict writes the store's column order

@@ -15,21 +15,13 @@ from phaze.progress import Progress
 from phaze.search.bounds import model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chips
+from phaze.search.fixed_plan import fixed_chip_plan
 from phaze.search.objective import apply_tdp, chip_weights
 from phaze.search.results import AtHbm, ChipRow, ReferenceRow, SearchResult, chip_rows, reference_rows
 from phaze.search.executor import abort, make_executor
 from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
 from phaze.units import GiB
-
-
-def fixed_chip_plan(model, chip, spec: SearchSpec, cluster, schedule_cache=None):
-    """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
-    ``spec.runtime``): what the TPUv4-like reference and the Spotlight-style chip are scored by."""
-    from phaze.placement import optimize
-
-    return optimize(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space, devices=spec.devices,
-                    top_k=0, baselines=False, schedule_cache=schedule_cache)
 
 
 def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float) -> list[ReferenceRow]:
@@ -128,34 +120,38 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers
         raise
 
 
-def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands, weights) -> None:
+def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cands, weights, hbm_gib) -> None:
     """A joint "exact" result holds every model's exact best throughput on its chip (a model is only cut
     short when the chip falls below the incumbent, and then the result is "bounded"): record model k's as
     its own result (never overwriting what the model's store already holds)."""
     by_chip: dict[int, list[ChipResult]] = {}
+    hbm_row = {g: h for h, g in enumerate(hbm_gib)}  # weights are [HBM size, chip]
     for r in joint.values():
         if r.status == "exact" and r.outcomes[k].throughput_seq_per_s > 0:
             o = r.outcomes[k]
             by_chip.setdefault(r.index, []).append(ChipResult(
-                r.index, r.hbm_gib, "exact", o.throughput_seq_per_s / (ref_seq_per_s * weights[r.index]), (o,), 0, 0))
+                r.index, r.hbm_gib, "exact",
+                o.throughput_seq_per_s / (ref_seq_per_s * weights[hbm_row[r.hbm_gib], r.index]), (o,), 0, 0))
     for c, results in sorted(by_chip.items()):
         sub.add(results, {c: chip_fields(cands, c)})
 
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None) -> SearchResult:
+               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None,
+               why: bool = True) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
     ``namespace`` when the file holds several searches, see ``Store.open``). ``executor``: a pool to use
     (and leave running; its owner stops it) instead of one of its own, so several searches share its
-    workers' schedule caches."""
+    workers' schedule caches. ``why``: also explain the winner (``wins_because``, ``tco``, ``fronts``; the
+    reproduce table, which shows none of them, leaves it out)."""
     t0 = time.perf_counter()
     cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
     cands = enumerate_space(spec.space)
     if len(cands) == 0:
         raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
     cands = apply_tdp(cands, spec.tdp_w)
-    weights = chip_weights(spec.objective, cands, spec.space.reference)
+    weights = chip_weights(spec.objective, cands, spec.space.reference, spec.hbm_gib)
     for m in spec.models:
         spec.settings(m)
     own = executor is None
@@ -203,7 +199,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             counts["per_model"] = {}
             for k, (m, b) in enumerate(zip(spec.models, bounds)):
                 sub = store.scoped(k)
-                _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights)
+                _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights, spec.hbm_gib)
                 bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
                                       prune, schedule_time_limit_s, weights)
                 prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
@@ -235,13 +231,20 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                   cands, cluster) for r in per_model]
             store.put_meta("explained", {"best": rows[0].to_dict(), "pareto": [r.to_dict() for r in front],
                                          "per_model": [r.to_dict() for r in per_model]})
+            explained_why = {}
+            if why:
+                prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
+                          "chip's best plan searched again; TCO and the Pareto fronts")
+                explained_why = _why(rows, refs, spec, cands, cluster)
+                for k, v in explained_why.items():
+                    store.put_meta(k, v)
     finally:
         if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
         prog.close()
         store.close()
     return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, tuple(refs),
-                        tuple(front), time.perf_counter() - t0, tuple(per_model))
+                        tuple(front), time.perf_counter() - t0, tuple(per_model), **(explained_why if rows else {}))
 
 
 def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
@@ -249,3 +252,20 @@ def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
 
     acc = replace(cands.arch.accelerator(int(row.chip)), hbm_bytes=int(row.hbm_gib) * GiB, name=f"cand{row.chip}")
     return enrich_row(row, acc, spec, cluster)
+
+
+def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster) -> dict:
+    """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``)."""
+    from phaze.search.fronts import fronts, point_rows, tco_table
+    from phaze.search.why import wins_because
+
+    best = rows[0]
+    acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
+                  name=f"winner (chip {best.chip})")
+    ref_accs = {spec.space.reference.name: spec.space.reference}
+    try:
+        why = wins_because(spec, cluster, acc, ref_accs)
+    except InfeasibleError:  # the reference has no plan for every model: no ratio to decompose
+        why = {}
+    return {"wins_because": why, "tco": tco_table(best, acc, refs, ref_accs),
+            "fronts": fronts(point_rows(rows, refs, cands))}

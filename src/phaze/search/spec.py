@@ -43,8 +43,8 @@ class SearchSpec:
     # True: prune only candidates a no-larger chip provably beats, so the Pareto front of score against
     # area is exact over the whole space (more exact evaluations); False: prune below the best score
     pareto: bool = False
-    # what the score measures: throughput, throughput per mm^2 or throughput per W of peak power, each
-    # relative to the TPUv4-like chip's (phaze.search.objective)
+    # what the score measures: throughput, throughput per mm^2, per W of peak power or per dollar of TCO at
+    # peak power, each relative to the TPUv4-like chip's (phaze.search.objective)
     objective: str = "throughput"
     tdp_w: float | None = None  # chips whose peak power exceeds this are left out
 
@@ -55,9 +55,10 @@ class SearchSpec:
         if self.tdp_w is not None and not (isinstance(self.tdp_w, (int, float)) and not isinstance(self.tdp_w, bool)
                                            and math.isfinite(self.tdp_w) and self.tdp_w > 0):
             raise ConfigError(f"--tdp-w must be a positive finite number of watts, got {self.tdp_w!r}")
-        if (self.objective == "perf-per-watt" or self.tdp_w is not None) and self.space.template != "chip":
-            raise ConfigError("--objective perf-per-watt and --tdp-w need a space with the on-chip hierarchy "
-                              "(the paper's template has no power model); drop --space paper")
+        if (self.objective in ("perf-per-watt", "perf-per-dollar") or self.tdp_w is not None) \
+                and self.space.template != "chip":
+            raise ConfigError("--objective perf-per-watt, perf-per-dollar and --tdp-w need a space with the on-chip "
+                              "hierarchy (the paper's template has no power model); drop --space paper")
         if not self.models:
             raise ConfigError("search needs at least one --model")
         for name, vals in (("--hbm-gib", self.hbm_gib), ("--mbs", self.microbatch_sizes), ("--tp", self.tp_values or (1,))):
