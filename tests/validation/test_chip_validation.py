@@ -84,10 +84,15 @@ def test_stored_panel_is_complete_and_plausible():
     panel = load_panel()
     assert panel["tools"]["zigzag-dse"] != "unknown" and "scripts/chip_panel.py" in panel["command"]
     cases = panel["cases"]
-    assert 40 <= len(cases) <= 80
+    assert 40 <= len(cases) <= 120
     assert {(c["rows"], c["cols"]) for c in cases} == {(4, 16), (16, 32), (32, 32), (64, 64), (128, 128),
-                                                       (128, 256), (256, 256)}
-    assert {8, 64, 512, 4096} <= {c["glb_bytes_per_cycle"] for c in cases}
+                                                       (128, 256), (256, 256), (8, 8), (8, 16), (16, 16),
+                                                       (32, 256), (128, 64)}
+    assert {8, 16, 32, 64, 512, 4096} <= {c["glb_bytes_per_cycle"] for c in cases}
+    # issue 34: ragged K beside whole K, the same block on several cores, accumulator-bound cases
+    assert any(c["k"] % c["rows"] and c["k"] > c["rows"] for c in cases)
+    assert {c.get("cores", 1) for c in cases} == {1, 4, 16}
+    assert sum("accumulator_bytes_per_cycle" in c for c in cases) == 33
     assert any(c["k"] < c["rows"] for c in cases)
     for c in cases:
         zz = c["zigzag"]
@@ -99,7 +104,9 @@ def test_stored_panel_is_complete_and_plausible():
         # never slower than configuration 3's row rule, which is one of them
         splits = zz["splits"]
         assert zz["cycles"] == min(v for o in splits.values() for v in o.values() if v), c["name"]
-        assert ("row" in splits) and (len(splits) > 1) == (c["glb_bytes_per_cycle"] >= 512), c["name"]
+        assert "row" in splits and (len(splits) == 1 or c["glb_bytes_per_cycle"] >= 512), c["name"]
+        # a banked GLB runs the set (an accumulator-bound case the row rule and one port, which may coincide)
+        assert len(splits) >= 1 + (c["glb_bytes_per_cycle"] >= 512 and "accumulator_bytes_per_cycle" not in c)
         assert zz["cycles"] <= c["zigzag_v3"]["cycles"] == min(splits["row"].values()), c["name"]
     # more GLB bandwidth never makes ZigZag's latency worse for the same core and GEMM
     by_shape = {}
@@ -140,13 +147,18 @@ def _goal_reason() -> str:
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 3.9% mean, 21.0% max over 62 cases, 61 within 15%, the
-    one miss `256x256 gpt3.scores mb1 @512B/c` at -21.0%. A change of any of these (better or worse) must update
-    the docs; the goal itself is the strict xfail below."""
-    assert (report.zigzag_cases, report.zigzag_within_goal) == (62, 61)
-    assert round(report.zigzag_mean_abs_pct, 1) == 3.9 and round(report.zigzag_max_abs_pct, 1) == 21.0
+    """README's trust table and docs/chip-validation.md: 7.4% mean, 98.8% max over 96 cases, 91 within 15%;
+    the worst `256x256 gpt2-xl.scores mb1 @4096B/c` at +98.8% (one weight tile per output: ZigZag writes
+    the final sums at 16 bits into the rate-limited accumulator, phaze at 32). A change of any of these
+    (better or worse) must update the docs; the goal itself is the strict xfail below."""
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 91)
+    assert round(report.zigzag_mean_abs_pct, 1) == 7.4 and round(report.zigzag_max_abs_pct, 1) == 98.8
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
-    assert worst.name == "256x256 gpt3.scores mb1 @512B/c" and round(worst.zigzag_error_pct, 1) == -21.0
+    assert worst.name == "256x256 gpt2-xl.scores mb1 @4096B/c" and round(worst.zigzag_error_pct, 1) == 98.8
+    misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
+    assert misses == ["128x256 gpt3.scores mb1 N/2 @4096B/c", "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @4096B/c",
+                      "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c", "256x256 gpt2-xl.scores mb1 @4096B/c",
+                      "256x256 gpt3.scores mb1 @512B/c"]
     assert not report.goal_met
 
 
@@ -198,18 +210,35 @@ def test_panel_script_glb_organisation_is_phazes():
     assert mod._distinct_splits(case) == ["row", "one", "1/2", "3/4"]  # 64 x 2 B rows: the row rule is 1/4
     row8 = next(c for c in mod.cases() if c["rows"] == 128 and c["k"] >= 128 and c["glb_bytes_per_cycle"] == 512)
     assert mod._distinct_splits(row8) == ["row", "one", "1/4", "3/4"]
-    assert mod._distinct_splits(wide) == ["row", "1/4", "1/2", "3/4"]  # its row rule is the one shared port
+    # an accumulator-bound case runs the row rule and the one shared port only (ACC_LIMITED_SPLITS); its
+    # row rule is the one shared port here
+    assert "accumulator_bytes_per_cycle" in wide and mod._distinct_splits(wide) == ["row"]
+    assert mod.case_splits(wide) == mod.ACC_LIMITED_SPLITS == ("row", "one")
 
 
 def _miss_case():
     return next(c for c in load_panel()["cases"] if c["name"] == "256x256 gpt3.scores mb1 @512B/c")
 
 
-def test_shared_banks_by_hand_on_the_miss_case():
-    """docs/chip-validation.md, "The one miss": 2048 x 128 x 2048 on a 256x256 array, GLB 16 x 32 B banks.
-    phaze's cycles by hand, the traffic floor no schedule of any bank assignment beats, and the best static
-    split of the banks under the same schedule (phaze must be between the floor and the split)."""
+# ZigZag's cycles of the miss case under configuration 4, with an accumulator at a row per cycle (the panel
+# at 8e9a39e; the case now runs with its accumulator macro's rate, issue 34): 1/4 of the banks for
+# inputs, and one shared port (the fastest)
+ZZ_V4_QUARTER, ZZ_V4_ONE = 34_986, 34_302
+
+
+def test_shared_banks_by_hand_on_the_miss_case(monkeypatch):
+    """docs/chip-validation.md, "The one miss" (before issue 34's accumulator rate): 2048 x 128 x 2048 on a
+    256x256 array, GLB 16 x 32 B banks, the accumulator keeping up with one row per cycle. phaze's cycles by
+    hand, the traffic floor no schedule of any bank assignment beats, and the best static split of the banks
+    under the same schedule (phaze must be between the floor and the split)."""
+    import numpy as np
+
+    import phaze.cost.gemm_chip as gc
     c = _miss_case()
+    # its 2 MiB accumulator (1 KiB rows, two 512 B accesses of 3.68 ns) moves a row per 8 cycles: 8 x the
+    # array's 16,384 streamed rows bound it (issue 34); the GLB derivation below is of a macro that keeps up
+    assert phaze_cycles(c) > 8 * 16384
+    monkeypatch.setattr(gc, "acc_row_rate", lambda a: np.ones(len(a)))
     assert (c["m"], c["k"], c["n"], c["rows"], c["cols"]) == (2048, 128, 2048, 256, 256)
     # the tensor core's share of the 512 B/cycle: (R + C) x 2 B against the one-lane vector core's 2 x 1 x 2 B
     b = 512 * 1024 / 1028
@@ -241,7 +270,7 @@ def test_shared_banks_by_hand_on_the_miss_case():
     # a transfer in whole port cycles (ZigZag's ports): a 256 B row takes 2 cycles of any port under 8 banks
     assert min(range(1, 16), key=lambda x: static(x, True)) == 4
     # ZigZag's run with 4 of 16 banks for inputs agrees with this count within 5% (34,986 vs 36,051)
-    assert min(c["zigzag"]["splits"]["1/4"].values()) == pytest.approx(static(4, True), rel=0.05)
+    assert ZZ_V4_QUARTER == pytest.approx(static(4, True), rel=0.05)
     # one port of all 16 banks for every stream, in whole port cycles: a 256 B input row takes a 512 B port
     # cycle, so a pass takes 2048 cycles of inputs plus its W/O bytes / 512 B: 34,174 by hand; ZigZag's run
     # of it is the fastest of the set (34,302); in bytes (no word wasted) one port is the shared banks
@@ -250,5 +279,4 @@ def test_shared_banks_by_hand_on_the_miss_case():
         p1, pm, plast = (max(2048, inp + v / 512) for v in (w_tile, w_tile + out_pass, out_pass))
         return w_tile / 512 + p1 + 6 * pm + plast + out_pass / 512 + (128 + 256 - 2)
     assert round(one_port(True)) == 34174 and round(one_port(False)) == 26878
-    assert c["zigzag"]["split"] == "one"
-    assert c["zigzag"]["cycles"] == pytest.approx(one_port(True), rel=0.01)
+    assert ZZ_V4_ONE == pytest.approx(one_port(True), rel=0.01)

@@ -19,6 +19,15 @@ columns only (``k_rows + c_cols - 2``): the K slice sits in the rows next to the
 partial sums start there and no idle row or column delays the last result. Spatial under-use is in the
 cycle count itself: a tile streams its rows in ``rows`` cycles however few of the R rows it fills.
 
+Accumulator port rate (issue 34 item 1a). Each streamed row reads and writes one fp32 accumulator row per
+weight tile; a tile of r rows streams in ``r / acc_row_rate`` cycles when the accumulator's macro moves
+less than a row per cycle (``phaze.hardware.supply.acc_row_rate``: ceil(row / port) accesses of whole
+clock cycles each; 1 where it keeps up).
+
+Ragged last K tile (item 1c). When K is not a multiple of R (one K part), the last weight tile of a pass
+fills ``k_last = K - (kt - 1) R`` rows: its input rows and weights are k_last elements (the tile-by-tile
+bytes), and its weights load in k_last cycles.
+
 Weights. The operand buffer double-buffers weight tiles when it holds two (``tc_operand_bytes >=
 2 R C e``): the next tile is loaded while the current one streams, so a tile costs ``max(mb, k_rows)``
 cycles and only the first load is exposed. Otherwise each tile costs ``k_rows + mb``. The skewed pipeline
@@ -63,7 +72,9 @@ accumulator to the GLB after the last tile; neither overlaps anything of this GE
 time (ZigZag's "onloading" and "offloading" name the same two ends).
 
 Time: compute = cycles / (f * matrix_efficiency) + the two ends (the array alone); glb = the larger of
-traffic / the op's GLB bandwidth and the tile-by-tile time when transfers stall the array; hbm = the
+traffic / the op's GLB bandwidth and the tile-by-tile time when transfers stall the array. A core's tiles
+and the two ends move at that core's slice (the op's bandwidth / its cores: item 1b), the total traffic at
+the op's; hbm = the
 blocked HBM traffic of ``gemm_hbm_bytes`` / the op's HBM bandwidth (``phaze.cost.onchip``);
 latency = max(compute, glb, hbm) + op_overhead_s.
 """
@@ -74,6 +85,7 @@ import numpy as np
 from phaze.cost.common import ceil_div
 from phaze.cost.onchip import glb_bandwidth_Bps, hbm_bandwidth_Bps
 from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.supply import acc_row_rate
 from phaze.workload.ops import Gemm
 
 ACC_BYTES = 4  # fp32 accumulators (TPU MXUs and tensor cores accumulate bf16/fp16 products in fp32)
@@ -87,6 +99,8 @@ def _chip_consts(arch: ArchArrays) -> dict:
                 "operand": np.asarray(a.tc_operand_bytes, np.float64),
                 "acc": np.asarray(a.tc_acc_bytes, np.float64),
                 "width": np.asarray(a.glb_bank_width_bytes, np.float64),
+                # clock cycles per accumulator row on each port (1 when the macro keeps up; issue 34 1a)
+                "acc_cpr": 1.0 / acc_row_rate(a),
                 "cycle_s": 1.0 / (f * np.asarray(a.matrix_efficiency, np.float64)),
                 "overhead": np.asarray(a.op_overhead_s, np.float64)}
 
@@ -105,7 +119,8 @@ def _granular(nbytes, width):
 
 # per (core kind, core count) quantities _orient returns, in this order (spread back to chips as one array)
 FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_rem", "events", "drain_tiles",
-          "out", "k_rows", "fixed", "first_bytes", "last_bytes", "glb_write", "acc_accesses", "w_rows")
+          "out", "k_rows", "fixed", "first_bytes", "last_bytes", "glb_write", "acc_accesses", "w_rows",
+          "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem")
 
 
 def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
@@ -132,17 +147,25 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     full = np.floor(rows / mb)
     rem = rows - full * mb
     double = k["operand"] >= 2 * R * C * e
-    load = np.where(double, 0.0, k_rows)
 
-    def tile(r):
-        return np.where(double, np.maximum(r, k_rows), r + load)
+    cpr = k["acc_cpr"]  # cycles per streamed row: the accumulator reads and writes one fp32 row for each
+
+    def tile(r, load_rows=k_rows):
+        return np.where(double, np.maximum(r * cpr, load_rows), r * cpr + load_rows)
 
     cyc_mb, cyc_rem = tile(mb), np.where(rem > 0, tile(rem), 0.0)
     n_mb, n_rem = per_core * kt_part * full, per_core * kt_part * (rem > 0)
+    # a ragged last K tile (K not a multiple of R, one K part): it fills k_last rows, so its input rows and
+    # weights are that many elements, and its weights load in k_last cycles (issue 34 item 1c)
+    k_last = float(g.k) - (kt - 1.0) * R
+    ragged = (q == 1) & (kt >= 2) & (k_last < R)
+    rag_mb, rag_rem = np.where(ragged, per_core * full, 0.0), np.where(ragged, per_core * (rem > 0), 0.0)
     # first weight tile (k_rows cycles, one array row per cycle) and one skewed fill/drain over the rows
     # and columns the tiles use
     fixed = k_rows + (k_rows + c_cols - 2)
     cycles = n_mb * cyc_mb + n_rem * cyc_rem + fixed
+    # the ragged tile's weights load during the tile before it (double buffer) or before it streams
+    cycles = cycles - rag_mb * (cyc_mb - tile(mb, k_last)) - rag_rem * np.where(rem > 0, cyc_rem - tile(rem, k_last), 0.0)
     panel_fits = kt_part * R * C * e <= k["operand"]
     w_loads = np.where(panel_fits, 1.0, full + (rem > 0))
     b = float(g.batch)
@@ -171,7 +194,13 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     row_passes = full + (rem > 0)
     passes = per_core * row_passes
     in_v = _granular(k_rows * e, width)
-    w_tile = _granular(k_rows * c_cols * e, width) * np.where(panel_fits, 1.0 / row_passes, 1.0)
+    w_share = np.where(panel_fits, 1.0 / row_passes, 1.0)
+    w_tile = _granular(k_rows * c_cols * e, width) * w_share
+    # bytes a ragged tile of r rows moves less than a full one (its rows and weights are k_last elements)
+    w_save = w_tile - _granular(k_last * c_cols * e, width) * w_share
+
+    def save(r):
+        return np.where(ragged, r * (in_v - _granular(np.maximum(k_last, 1.0) * e, width)) + w_save, 0.0)
 
     def reg(r):
         return r * in_v + w_tile + np.where(spill, 2.0 * _granular(r * c_cols * ACC_BYTES, width), 0.0)
@@ -180,23 +209,30 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
         return _granular(r * c_cols * acc_in, width) if acc_in else 0.0
 
     acc_double = (2 * mb <= acc_rows) & ~spill
+    # where the ragged tiles fall: the last tile of a pass, so never the drain tile of a one-pass
+    # accumulator (a pass's first); with a double-buffered one every pass after the first spreads its
+    # predecessor's drain over all its tiles, the ragged one too
+    events = np.maximum(passes - 1.0, 0.0)
+    rag_dr = np.where(acc_double, np.minimum(rag_mb, events), 0.0)
     return {"cycles": cycles, "glb": glb, "n_mb": n_mb, "n_rem": n_rem, "cyc_mb": cyc_mb, "cyc_rem": cyc_rem,
             "reg_mb": reg(mb), "reg_rem": np.where(rem > 0, reg(rem), 0.0),
-            "events": np.maximum(passes - 1.0, 0.0), "drain_tiles": np.where(acc_double, kt_part, 1.0),
+            "events": events, "drain_tiles": np.where(acc_double, kt_part, 1.0),
             "out": (_granular(mb * c_cols * out_e, width) + old_sums(mb)
                     + np.where(q > 1, 2.0 * _granular(mb * c_cols * ACC_BYTES, width), 0.0)),
             "k_rows": k_rows, "fixed": fixed,
             "first_bytes": _granular(k_rows * c_cols * e, width) + old_sums(mb),
             "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * out_e, width),
-            "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows}
+            "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows,
+            "rag_a1": rag_mb - rag_dr, "rag_dr": rag_dr, "rag_rem": rag_rem, "save_mb": save(mb),
+            "save_rem": np.where(rem > 0, save(rem), 0.0)}
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
-    """Per chip, an integer naming its (R, C, operand buffer, accumulator, GLB bank width): the only fields
-    a core's cycles and GLB words depend on (a space of ~10^5 chips has a few dozen); and how many."""
+    """Per chip, an integer naming its (R, C, operand buffer, accumulator, GLB bank width, clock): the only
+    fields a core's cycles and GLB words depend on (the clock through the accumulator's port rate) (a space of ~10^5 chips has a few dozen); and how many."""
     def build(a: ArchArrays):
         code = np.zeros(len(a), np.int64)
-        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes", "glb_bank_width_bytes"):
+        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes", "glb_bank_width_bytes", "freq_hz"):
             u, inv = np.unique(np.asarray(getattr(a, f)), return_inverse=True)
             code = code * len(u) + inv.ravel()
         u, inv = np.unique(code, return_inverse=True)
@@ -242,7 +278,8 @@ _ACCESS = [FIELDS.index(f) for f in ("glb_write", "acc_accesses", "w_rows")]  # 
 # what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
 # the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
 _TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_tiles", "n_rem", "cyc_rem",
-                                          "reg_rem", "fixed")]
+                                          "reg_rem", "fixed", "rag_a1", "rag_dr", "rag_rem", "save_mb",
+                                          "save_rem")]
 
 
 def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
@@ -268,10 +305,15 @@ def _tiled_cycles(t: np.ndarray, inv_bpc: np.ndarray, ends: np.ndarray) -> np.nd
     partials of a K split written and read back) leave the accumulator while the next pass runs --
     within the next pass's first tile when the accumulator holds one pass (row i must be out before that
     tile overwrites it), spread over the whole next pass when it holds two."""
-    a1, cyc_mb, reg_mb, drains, drain_b, n_rem, cyc_rem, reg_rem, fixed = t
+    a1, cyc_mb, reg_mb, drains, drain_b, n_rem, cyc_rem, reg_rem, fixed, rag_a1, rag_dr, rag_rem, sv_mb, sv_rem = t
     tiled = a1 * np.maximum(cyc_mb, reg_mb * inv_bpc) + drains * np.maximum(cyc_mb, drain_b * inv_bpc)
     if n_rem.any():
         tiled += n_rem * np.maximum(cyc_rem, reg_rem * inv_bpc)
+    if rag_a1.any() or rag_dr.any() or rag_rem.any():  # the ragged tiles, each of its class, move less
+        def less(n, cyc, b, sv):
+            return n * (np.maximum(cyc, b * inv_bpc) - np.maximum(cyc, (b - sv) * inv_bpc))
+        tiled -= less(rag_a1, cyc_mb, reg_mb, sv_mb) + less(rag_dr, cyc_mb, drain_b, sv_mb)
+        tiled -= less(rag_rem, cyc_rem, reg_rem, sv_rem)
     return tiled + fixed + ends
 
 
@@ -298,19 +340,22 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     hbm_bytes = np.asarray(hbm_bytes, np.float64)
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
     cs = k["cycle_s"]
-    bpc = glb_bw * cs           # GLB bytes per cycle at the op's bandwidth
+    bpc = glb_bw * cs           # GLB bytes per cycle at the op's bandwidth (all its cores)
     inv_bpc = 1.0 / bpc
+    # one core's tiles and ends move at that core's slice, not at all the op's cores' (issue 34 item 1b)
+    bpc_core = bpc / c
+    inv_core = c * inv_bpc
     o1, o2, inv = _cycles_and_traffic(g, arch, k, c)
     out = []
     for o in ((o1, o2) if o2 is not o1 else (o1,)):
         cyc, glb, k_rows, first_b, last_b, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
-        ends = np.maximum(first_b * inv_bpc - k_rows, 0.0) + last_b * inv_bpc
+        ends = np.maximum(first_b * inv_core - k_rows, 0.0) + last_b * inv_core
         compute = cyc + ends
         glb_c = glb * inv_bpc
-        stall = np.flatnonzero(bpc < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
+        stall = np.flatnonzero(bpc_core < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
         if len(stall):
             sub = o[_TILED].take(stall if inv is None else inv[stall], axis=1)
-            tiled = _tiled_cycles(sub, inv_bpc[stall], ends[stall])
+            tiled = _tiled_cycles(sub, inv_core[stall], ends[stall])
             glb_c[stall] = np.maximum(glb_c[stall], tiled)
         counts = o[_ACCESS] if inv is None else o[_ACCESS].take(inv, axis=1)
         out.append((compute, glb, glb_c, np.maximum(compute, glb_c), counts))

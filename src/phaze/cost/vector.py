@@ -20,6 +20,7 @@ import numpy as np
 from phaze.cost.common import as_cores, ceil_div
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import ArchArrays
+from phaze.hardware.supply import vc_row_rate
 from phaze.workload.ops import VectorOp
 
 
@@ -42,7 +43,10 @@ def vector_terms(op: VectorOp, arch: ArchArrays, cores=1, resident=False) -> dic
         raise ConfigError(f"vector op {op.name!r}: elements, flops_per_element and bytes_moved must be >= 0")
     c = as_cores(cores, arch.num_vc, f"vector op {op.name!r}")
     waves = ceil_div(op.elements, c * arch.vc_width)
-    compute_s = waves * float(op.flops_per_element) / (arch.freq_hz * arch.vector_efficiency)
+    # the lanes read an operand row and write a result row of the vector buffer per cycle: slower when its
+    # macro cannot (phaze.hardware.supply.vc_row_rate; 1 on the paper's template; issue 34 item 1a)
+    compute_s = (waves * float(op.flops_per_element) / (arch.freq_hz * arch.vector_efficiency)
+                 / vc_row_rate(arch))
     moved = float(op.bytes_moved)
     hier = np.asarray(arch.glb_banks) > 0
     n = len(c)

@@ -57,6 +57,7 @@ SRAM_MIN_BYTES = 1024
 SRAM_MIN_WORDS = 32
 SRAM_MIN_WIDTH, SRAM_MAX_WIDTH = 8, 512
 ACC_BYTES = 4
+VC_BYTES_PER_LANE = 16  # the paper's vector-core buffer per lane (module docstring)
 # TPU v1 floor plan (Jouppi et al., ISCA 2017, Fig. 2): control 2% of the die, compute 30%, data buffers 37%
 CONTROL_FRACTION_OF_DATAPATH = 2.0 / (30.0 + 37.0)
 
@@ -104,7 +105,7 @@ def sram_parts(arch: ArchArrays) -> dict:
         return {
             "operand": sram_macro(_cap(a.tc_operand_bytes, 2, w_op), 2 * one, w_op, one),
             "acc": sram_macro(_cap(a.tc_acc_bytes, 1, w_acc), one, w_acc, 2 * one),
-            "vc": sram_macro(_cap(16 * np.asarray(a.vc_width, np.int64), 1, w_vc), one, w_vc, 2 * one),
+            "vc": sram_macro(_cap(VC_BYTES_PER_LANE * np.asarray(a.vc_width, np.int64), 1, w_vc), one, w_vc, 2 * one),
             "glb": sram_macro(_cap(a.glb_bytes, banks, w_glb), banks, w_glb, one),
         }
 

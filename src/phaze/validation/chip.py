@@ -71,19 +71,26 @@ def panel_accelerator(case: dict) -> Accelerator:
     needs a vector core; it gets one lane, so the bandwidth slice it holds while idle (phaze.cost.onchip) is
     small: 2 x 2 B against the tensor core's (R + C) x 2 B. Template fields this version of the Accelerator
     lacks are left out (the paper's template has unlimited GLB bandwidth). The only place that maps a case
-    onto the template: change it when the template changes."""
+    onto the template: change it when the template changes.
+
+    A case with ``cores`` (issue 34 item 1b) is the same per-core block on that many cores: each core gets
+    the case's GLB banks and bandwidth (the GLB has ``cores`` times the banks, every core a crossbar link
+    of ``glb_bytes_per_cycle``) and HBM rate, and :func:`panel_gemm` is the GEMM of ``cores`` such column
+    blocks side by side (N x cores), which phaze splits one column block per core; ZigZag ran one core's
+    block at one core's bandwidth."""
     have = {f.name for f in fields(Accelerator)}
     bw = int(case["glb_bytes_per_cycle"])
-    kw = dict(name=f"panel {case['name']}", num_tc=1, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
+    cores = panel_cores(case)
+    kw = dict(name=f"panel {case['name']}", num_tc=cores, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
               # one vector core of one lane: a panel case is one tensor core alone, and the chip model gives
               # each core kind a fixed slice of the GLB/HBM bandwidth in proportion to its peak demand
               # (phaze.cost.onchip); a 1-lane vector core leaves the tensor core 91-99% of it
               num_vc=1, vc_width=1, glb_bytes=int(case["glb_bytes"]), hbm_bytes=32 * _GiB,
-              hbm_bandwidth_Bps=float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
+              hbm_bandwidth_Bps=cores * float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
               bytes_per_element=int(case["bytes_per_element"]))
     if "glb_banks" in have:
         banks, width = glb_organisation(int(case["glb_bytes"]), bw)
-        kw.update(glb_banks=banks, glb_bank_width_bytes=width, tc_operand_bytes=int(case["operand_buffer_bytes"]),
+        kw.update(glb_banks=cores * banks, glb_bank_width_bytes=width, tc_operand_bytes=int(case["operand_buffer_bytes"]),
                   tc_acc_bytes=int(case["accumulator_bytes"]), noc="crossbar", noc_link_bytes=bw)
     return Accelerator(**kw)
 
@@ -133,16 +140,24 @@ class ChipValidationReport:
                 "goal": {"max_abs_pct": GOAL_MAX_PCT, "mean_abs_pct": GOAL_MEAN_PCT, "met": self.goal_met}}
 
 
+def panel_cores(case: dict) -> int:
+    """Tensor cores of the case (1 unless it gives ``cores``: the same per-core block on that many cores)."""
+    c = case.get("cores", 1)
+    if not isinstance(c, int) or isinstance(c, bool) or c < 1:
+        raise ConfigError(f"chip panel case {case.get('name', '?')!r}: cores must be a positive integer, got {c!r}")
+    return c
+
+
 def panel_gemm(case: dict) -> Gemm:
-    """The case's GEMM slice, (M x K) @ (K x N)."""
-    return Gemm(name=case["name"], batch=int(case.get("batch", 1)), m=int(case["m"]), n=int(case["n"]),
-                k=int(case["k"]), bytes_per_element=int(case["bytes_per_element"]))
+    """The case's GEMM, (M x K) @ (K x N x cores): the slice one core owns, side by side on ``cores`` cores."""
+    return Gemm(name=case["name"], batch=int(case.get("batch", 1)), m=int(case["m"]),
+                n=int(case["n"]) * panel_cores(case), k=int(case["k"]), bytes_per_element=int(case["bytes_per_element"]))
 
 
 def phaze_cycles(case: dict) -> float:
-    """Cycles phaze predicts for the case's GEMM on :func:`panel_accelerator` (one core)."""
+    """Cycles phaze predicts for the case's GEMM on :func:`panel_accelerator` (on its ``cores`` cores)."""
     acc = panel_accelerator(case)
-    return float(gemm_latency_s(panel_gemm(case), acc.as_arrays(), cores=1)[0]) * acc.freq_hz
+    return float(gemm_latency_s(panel_gemm(case), acc.as_arrays(), cores=panel_cores(case))[0]) * acc.freq_hz
 
 
 def _tool(case: dict, tool: str) -> float | None:
