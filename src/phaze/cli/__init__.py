@@ -58,9 +58,10 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default=rt.precision,
                    help="GEMM number format; fp8 runs the blocks' linear layers on FP8 tensor cores "
                         f"(Transformer Engine; H100) (default: {rt.precision})")
-    p.add_argument("--tp-overlap", action="store_true",
+    p.add_argument("--tp-overlap", action=argparse.BooleanOptionalAction, default=None,
                    help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
-                        "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
+                        "(Transformer Engine userbuffers; plans with sequence parallelism); --no-tp-overlap turns it "
+                        "off (default: on, as current Megatron-Core / NeMo recipes; off with --deterministic)")
     p.add_argument("--tp-overlap-config", default=DEFAULT_TP_OVERLAP_CONFIG, metavar="NAME",
                    help="the userbuffers configuration of --tp-overlap: which TE method and how many SMs each "
                         "overlap uses, as the framework was set up (not searched); te-default for runs that name "
@@ -85,10 +86,11 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                    help="as Megatron-LM's --no-gradient-accumulation-fusion: each wgrad GEMM writes a fresh "
                         "16-bit gradient that is then added into the gradient buffer, instead of accumulating "
                         "into it in the GEMM; not searched by plan (default: off, the GEMMs accumulate)")
-    p.add_argument("--dp-overlap", action="store_true",
+    p.add_argument("--dp-overlap", action=argparse.BooleanOptionalAction, default=None,
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
-                        "ZeRO-1/2 the parameter all-gather with the next forward, ZeRO-3 the gathers with the compute before "
-                        "them (default: off)")
+                        "ZeRO-1/2 the parameter all-gather with the next forward, ZeRO-3 the gathers with the compute "
+                        "before them; --no-dp-overlap turns it off (default: on, as current Megatron-Core / NeMo "
+                        "recipes)")
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
                         f"fragmentation) (default: {rt.memory_reserve_bytes / 2**30:g})")

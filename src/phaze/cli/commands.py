@@ -171,9 +171,11 @@ def _runtime(args) -> Runtime:
     """The runtime flags as one Runtime (its own checks: one line each)."""
     kw = dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
               tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
-              optimizer_state=args.optimizer_state, dp_overlap=args.dp_overlap, deterministic=args.deterministic,
+              optimizer_state=args.optimizer_state, deterministic=args.deterministic,
               grad_accum_fusion=not args.no_grad_accum_fusion, moe_dispatcher=args.moe_dispatcher,
               moe_routing=args.moe_routing, moe_a2a_overlap=args.moe_a2a_overlap)
+    if args.dp_overlap is not None:
+        kw["dp_overlap"] = args.dp_overlap
     if args.memory_reserve_gib is not None:
         kw["memory_reserve_bytes"] = args.memory_reserve_gib * 2**30  # GiB
     return Runtime(**kw)
@@ -323,6 +325,9 @@ def _zero_stage(args) -> int:
 
 def cmd_evaluate(args) -> int:
     _check_figure_args(args)
+    if args.tp_overlap and args.tp > 1 and not args.sequence_parallel:  # asked for, not the default
+        raise ConfigError("--tp-overlap needs sequence parallelism (Transformer Engine overlaps the all-gather / "
+                          "reduce-scatter pairs of SP); add --sequence-parallel")
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
                           args.sequence_parallel, _zero_stage(args), args.cp, args.ep, args.etp,
                           tuple(args.stage_layers) if args.stage_layers else None)

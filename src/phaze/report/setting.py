@@ -86,15 +86,24 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
 
 def _runtime_rows(rt, usable_bytes: float) -> list[tuple[str, str]]:
     """The runtime every plan runs with (a ``phaze.workload.runtime.Runtime``: ``phaze plan``'s flags)."""
+    from phaze.workload.runtime import Runtime
+    best = Runtime()
+
+    def tag(name: str, text: str) -> str:  # the defaults follow current Megatron-Core / NeMo recipes
+        return text + ("  [default: recipe best practice]" if getattr(rt, name) == getattr(best, name) else
+                       "  [changed from the default]")
+
     att = {"flash": "flash (fused kernel, no score matrix stored; selective recompute = none)",
            "standard": "standard (the score matrix is stored for the backward)"}[rt.attention]
-    return [("attention", att), ("precision", rt.precision),
-            ("TP overlap", f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
-                           f"configuration {rt.tp_overlap_config}"
-             if rt.tp_overlap else "off: TP collectives block"),
-            ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
-             if rt.dp_overlap
-             else "off: the gradient reduce runs after the backward"),
+    return [("attention", tag("attention", att)), ("precision", tag("precision", rt.precision)),
+            ("TP overlap", tag("tp_overlap",
+                               f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
+                               f"configuration {rt.tp_overlap_config}" if rt.tp_overlap
+                               else "off: TP collectives block (--tp-overlap turns it on)")),
+            ("DP overlap", tag("dp_overlap",
+                               "on: the gradient reduce overlaps the backward, the ZeRO-1/2 all-gather the next "
+                               "forward, ZeRO-3's gathers the compute before them, bucketed" if rt.dp_overlap
+                               else "off: the gradient reduce runs after the backward (--dp-overlap turns it on)")),
             ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation"
              if rt.grad_dtype == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
