@@ -24,7 +24,7 @@ dependencies allow. ``solve`` returns the shorter: the re-timed schedule is neve
 layer's ops one at a time, and the vectorized upper bound (``phaze.schedule.vector_bounds``) is that
 serial schedule with every op on all of its cores.
 
-``bandwidth_bound_s`` adds to the solvers' lower bound: the layer's bytes over the supply.
+``phaze.schedule.bounds.bandwidth_bound_s`` adds to the lower bound: the layer's bytes over the supply.
 
 What this gives up. The solvers optimize durations that ignore contention, so their optimum is a lower
 bound on the optimum under shared bandwidth, and the re-timed schedule an upper bound: the layer time
@@ -142,17 +142,6 @@ def serial_schedule(problem: ScheduleProblem) -> tuple[ScheduledOp, ...]:
     return tuple(ScheduledOp(op.name, op.kind, start[i], end[i],
                              tuple(f"{op.kind}{c}" for c in range(min(op.modes, key=lambda m: (m[1], m[0]))[0])))
                  for i, op in enumerate(problem.ops))
-
-
-def bandwidth_bound_s(problem: ScheduleProblem) -> float:
-    """A lower bound on the makespan of any schedule that keeps the shared supply (the re-timed and the serial
-    one included): every op moves at least its least GLB (HBM) bytes over its modes, rate x duration, and the
-    chip delivers at most its supply per second."""
-    if not problem.shares_bandwidth:
-        return 0.0
-    glb = sum(min((r[0] * d for (_, d), r in zip(op.modes, op.rates)), default=0.0) for op in problem.ops if op.rates)
-    hbm = sum(min((r[1] * d for (_, d), r in zip(op.modes, op.rates)), default=0.0) for op in problem.ops if op.rates)
-    return max(glb / problem.glb_supply_Bps, hbm / problem.hbm_supply_Bps)
 
 
 def concurrent_draw(problem: ScheduleProblem, ops: Sequence[ScheduledOp], segments: Sequence[Segment]

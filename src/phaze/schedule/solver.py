@@ -5,9 +5,9 @@ from __future__ import annotations
 import time
 
 from phaze.errors import ConfigError
-from phaze.schedule.bandwidth import bandwidth_bound_s, serial_schedule, share_bandwidth
+from phaze.schedule.bandwidth import serial_schedule, share_bandwidth
 from phaze.schedule.bnb import solve_bnb
-from phaze.schedule.bounds import lower_bound_s
+from phaze.schedule.bounds import bandwidth_bound_s, lower_bound_s
 from phaze.schedule.cpsat import solve_cpsat
 from phaze.schedule.heuristic import assign_cores, heuristic_timing, to_scheduled_ops
 from phaze.schedule.problem import Schedule, ScheduleProblem
