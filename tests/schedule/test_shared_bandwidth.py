@@ -10,7 +10,10 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.presets import get_accelerator
 from phaze.hardware.space import enumerate_space
 from phaze.schedule import build_problem, layer_time_bounds, solve, validate
-from phaze.schedule.bandwidth import concurrent_draw, serial_schedule, share_bandwidth
+from dataclasses import replace
+
+from phaze.schedule.bandwidth import (POLICIES, concurrent_draw, fair_speeds, rigid_schedule, serial_schedule,
+                                      share_bandwidth)
 from phaze.schedule.bounds import bandwidth_bound_s
 from phaze.schedule.problem import SchedOp, ScheduledOp, ScheduleProblem
 from phaze.schedule.validate import ScheduleViolation
@@ -46,6 +49,30 @@ def test_two_concurrent_ops_share_the_glb_by_hand():
     validate(p, s)
     # the bytes bound: 80 + 30 B of GLB at 100 B/s
     assert bandwidth_bound_s(p) == pytest.approx(1.1) and s.lower_bound_s == pytest.approx(1.1)
+
+
+def test_first_come_and_rigid_by_hand():
+    # first come first served (the vector op, ending first in the solver's schedule, goes first): it runs at
+    # full speed (60 B/s), the GEMM at 40/80 = 1/2 until 0.5 s, then alone: 0.25 + 0.75 -> ends at 1.25 s
+    p = _two_ops(1.0, 80.0, 0.5, 60.0)
+    ops, segs = share_bandwidth(p, _parallel(p), "first")
+    assert ops[1].end_s == pytest.approx(0.5) and ops[0].end_s == pytest.approx(1.25)
+    assert segs[0].speeds == ((0, pytest.approx(0.5)), (1, 1.0))
+    # rigid list scheduling: 80 + 60 > 100 B/s, so the two never overlap (1.5 s); 50 + 40 fit (1 s)
+    assert max(o.end_s for o in rigid_schedule(p)) == pytest.approx(1.5)
+    q = _two_ops(1.0, 50.0, 0.5, 40.0)
+    r = rigid_schedule(q)
+    assert (r[0].start_s, r[1].start_s, max(o.end_s for o in r)) == (0.0, 0.0, pytest.approx(1.0))
+    # solve keeps the shortest: the fair re-timing (1.2 s) for p, the overlap at full speed (1 s) for q
+    assert solve(p, time_limit_s=1.0).makespan_s == pytest.approx(1.2)
+    assert solve(q, time_limit_s=1.0).makespan_s == pytest.approx(1.0)
+
+
+def test_fair_speeds_fill_what_is_left():
+    # GLB 100: ops 0 and 1 draw 80 and 60 of it -> both stop at 100/140; op 2 draws only HBM (30 of 50) and
+    # runs at full speed; op 3 draws nothing
+    sp = fair_speeds({0: (80.0, 0.0), 1: (60.0, 0.0), 2: (0.0, 30.0), 3: (0.0, 0.0)}, (G, H))
+    assert sp == {0: pytest.approx(1 / 1.4), 1: pytest.approx(1 / 1.4), 2: 1.0, 3: 1.0}
 
 
 def test_hbm_binds_and_serial_wins_when_sharing_gains_nothing():
@@ -93,15 +120,17 @@ def test_concurrent_ops_never_draw_more_than_the_supply(chips, direction):
         assert s.relaxed_makespan_s <= s.makespan_s * (1 + 1e-12)
         # re-time the solver's full-bandwidth schedule again and check every segment against the supply
         relaxed = solve(p.relaxed(), time_limit_s=2.0)
-        ops, segs = share_bandwidth(p, relaxed.ops)
-        for _, _, glb, hbm in concurrent_draw(p, ops, segs):
-            assert glb <= p.glb_supply_Bps * (1 + 1e-9) and hbm <= p.hbm_supply_Bps * (1 + 1e-9)
-        done = np.zeros(len(p.ops))
-        for sg in segs:
-            for j, speed in sg.speeds:
-                done[j] += speed * (sg.end_s - sg.start_s)
-        full = [next(d for k, d in op.modes if k == len(so.cores)) for op, so in zip(p.ops, ops)]
-        assert done == pytest.approx(full, rel=1e-9)  # every op got exactly its full-speed work
+        for policy in POLICIES:
+            ops, segs = share_bandwidth(p, relaxed.ops, policy)
+            for _, _, glb, hbm in concurrent_draw(p, ops, segs):
+                assert glb <= p.glb_supply_Bps * (1 + 1e-9) and hbm <= p.hbm_supply_Bps * (1 + 1e-9)
+            done = np.zeros(len(p.ops))
+            for sg in segs:
+                for j, speed in sg.speeds:
+                    done[j] += speed * (sg.end_s - sg.start_s)
+            full = [next(d for k, d in op.modes if k == len(so.cores)) for op, so in zip(p.ops, ops)]
+            assert done == pytest.approx(full, rel=1e-9)  # every op got exactly its full-speed work
+        validate(p, replace(s, ops=rigid_schedule(p), makespan_s=max(o.end_s for o in rigid_schedule(p))))
 
 
 def test_a_lone_vector_op_gets_more_than_its_old_slice():

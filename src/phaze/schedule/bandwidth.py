@@ -12,17 +12,19 @@ time share the supply. ``share_bandwidth`` re-times a schedule so they never dra
   most 1/s times as long: an op given a fraction s of its rates progresses at least at rate s. The cost
   model is not asked to interpolate: ``phaze.schedule.build`` checks by costing each op at its rates that
   they give its full-bandwidth duration.
-- Sharing: at any moment the ops drawing bandwidth run at one speed, s = min(1, GLB supply / their GLB
-  rates, HBM supply / their HBM rates) (an op alone runs at full speed, with all it needs); ops that draw
-  nothing (collectives) run at full speed.
+- Sharing: at any moment the running ops get max-min fair speeds (``fair_speeds``: all speeds rise together
+  until a resource is used up, the ops drawing it stop there and the rest go on, up to full speed). An op alone
+  runs at full speed, with all it needs; ops that draw nothing (collectives) run at full speed.
 - Order: each core keeps its ops in the solver's order, and an op starts as soon as its predecessors and
   the previous op on each of its cores have ended (the solver's core assignment is kept).
 
-``serial_schedule`` is the other schedule ``solve`` considers: every op on its fastest mode, tensor and
-vector ops one after another (never two drawing bandwidth at once), collectives on the network port as the
-dependencies allow. ``solve`` returns the shorter: the re-timed schedule is never worse than running the
-layer's ops one at a time, and the vectorized upper bound (``phaze.schedule.vector_bounds``) is that
-serial schedule with every op on all of its cores.
+``best_shared`` is what ``solve`` returns: the shortest of the solvers' schedule re-timed under two sharing
+policies (max-min fair, first come first served in the solver's order), ``rigid_schedule`` (list scheduling
+with the GLB and HBM rates as two more cumulative resources: no op slowed, none over the supply) and
+``serial_schedule`` (every op on its fastest mode, tensor and vector ops one after another, so never two
+drawing bandwidth at once; collectives on the network port as the dependencies allow). So a layer is never
+slower than running its ops one at a time, and the vectorized upper bound (``phaze.schedule.vector_bounds``,
+the serial schedule with every op on all of its cores) holds.
 
 ``phaze.schedule.bounds.bandwidth_bound_s`` adds to the lower bound: the layer's bytes over the supply.
 
@@ -75,10 +77,63 @@ def _core_order_deps(problem: ScheduleProblem, ops: Sequence[ScheduledOp]) -> li
     return deps
 
 
-def share_bandwidth(problem: ScheduleProblem, ops: Sequence[ScheduledOp]
+def fair_speeds(rates: dict[int, tuple[float, float]], supply: tuple[float, float]) -> dict[int, float]:
+    """Max-min fair speeds (progressive filling): every op's speed rises together from 0; when a resource (GLB,
+    HBM) is used up, the ops drawing it stop at that speed and the others go on, up to full speed (1). An op
+    that draws nothing runs at full speed. The speeds times the rates never sum above the supply."""
+    speed: dict[int, float] = {}
+    free = [i for i in sorted(rates) if rates[i][0] > 0 or rates[i][1] > 0]
+    for i in rates:
+        if i not in free:
+            speed[i] = 1.0
+    used = [0.0, 0.0]
+    while free:
+        # the speed at which the next resource runs out (1 if none does before full speed)
+        level, tight = 1.0, None
+        for r in (0, 1):
+            want = sum(rates[i][r] for i in free)
+            if want > 0 and (supply[r] - used[r]) < level * want:
+                level, tight = max(supply[r] - used[r], 0.0) / want, r
+        stop = free if tight is None else [i for i in free if rates[i][tight] > 0]
+        for i in stop:
+            speed[i] = level
+            used[0] += level * rates[i][0]
+            used[1] += level * rates[i][1]
+        free = [i for i in free if i not in speed]
+    return speed
+
+
+def first_come_speeds(rates: dict[int, tuple[float, float]], supply: tuple[float, float],
+                      order: Sequence[int]) -> dict[int, float]:
+    """Speeds by priority: in ``order``, each op takes the largest speed (at most 1) that what the ops before it
+    left of the supply allows; an op that draws nothing runs at full speed. The first op drawing anything runs
+    at full speed (its rates are within the supply)."""
+    left = [supply[0], supply[1]]
+    speed: dict[int, float] = {}
+    for i in order:
+        g, h = rates[i]
+        s = 1.0
+        if g > 0:
+            s = min(s, max(left[0], 0.0) / g)
+        if h > 0:
+            s = min(s, max(left[1], 0.0) / h)
+        speed[i] = s
+        left[0] -= s * g
+        left[1] -= s * h
+    return speed
+
+
+POLICIES = ("fair", "first")  # fair_speeds, first_come_speeds (in the solver's start order)
+
+
+def share_bandwidth(problem: ScheduleProblem, ops: Sequence[ScheduledOp], policy: str = "fair"
                     ) -> tuple[tuple[ScheduledOp, ...], tuple[Segment, ...]]:
     """``ops`` (a schedule of ``problem`` at full bandwidth) re-timed under shared bandwidth (module
-    docstring), and the segments that show each running op's speed."""
+    docstring), and the segments that show each running op's speed. ``policy``: how concurrent ops share
+    (``POLICIES``): max-min fair, or first come first served in the order of ``ops``' starts."""
+    if policy not in POLICIES:
+        raise ValueError(f"bandwidth sharing policy {policy!r}: use one of {POLICIES}")
+    rank = {i: r for r, i in enumerate(sorted(range(len(ops)), key=lambda i: (ops[i].start_s, ops[i].end_s, i)))}
     n = len(problem.ops)
     dur, rate = full_speed(problem, ops)
     deps = _core_order_deps(problem, ops)
@@ -99,11 +154,12 @@ def share_bandwidth(problem: ScheduleProblem, ops: Sequence[ScheduledOp]
             start[i] = t
             running.append(i)
         ready = []
-        g = sum(rate[i][0] for i in running)
-        h = sum(rate[i][1] for i in running)
-        s = min(1.0, G / g if g > G else 1.0, H / h if h > H else 1.0)
-        speed = {i: (s if rate[i][0] > 0 or rate[i][1] > 0 else 1.0) for i in running}
-        first = min(running, key=lambda i: (remaining[i] / speed[i], i))
+        if policy == "fair":
+            speed = fair_speeds({i: rate[i] for i in running}, (G, H))
+        else:
+            speed = first_come_speeds({i: rate[i] for i in running}, (G, H), sorted(running, key=rank.get))
+        moving = [i for i in running if speed[i] > 0]  # never empty: the first op drawing anything runs
+        first = min(moving, key=lambda i: (remaining[i] / speed[i], i))
         dt = remaining[first] / speed[first]
         t1 = t + dt
         segments.append(Segment(t, t1, tuple((i, speed[i]) for i in sorted(running))))
@@ -123,6 +179,82 @@ def share_bandwidth(problem: ScheduleProblem, ops: Sequence[ScheduledOp]
         t = t1
     out = tuple(ScheduledOp(so.name, so.kind, start[i], end[i], so.cores) for i, so in enumerate(ops))
     return out, tuple(segments)
+
+
+def _makespan(ops: Sequence[ScheduledOp]) -> float:
+    return max((so.end_s for so in ops), default=0.0)
+
+
+def best_shared(problem: ScheduleProblem, ops: Sequence[ScheduledOp]) -> tuple[ScheduledOp, ...]:
+    """The shortest of the schedules that keep the shared supply (module docstring): the solvers' schedule
+    ``ops`` re-timed under each sharing policy, the serial schedule and the rigid list schedule. (Solving
+    again with each op as long as sharing made it was tried and gained nothing on GPT-2 XL's layers.)"""
+    cands = ([share_bandwidth(problem, ops, policy)[0] for policy in POLICIES] + [serial_schedule(problem)]
+             + [rigid_schedule(problem)])
+    return tuple(min(cands, key=_makespan))  # the first of equals
+
+
+def _fits(placed: list, t: float, end: float, need: tuple, cap: tuple) -> bool:
+    """Whether ``need`` (cores, GLB, HBM) fits beside the ``placed`` (start, end, cores, GLB, HBM) over [t, end)."""
+    points = [t] + [p[0] for p in placed if t < p[0] < end]
+    for x in points:
+        use = [0.0, 0.0, 0.0]
+        for p in placed:
+            if p[0] <= x < p[1]:
+                use[0] += p[2]
+                use[1] += p[3]
+                use[2] += p[4]
+        if any(use[r] + need[r] > cap[r] * (1 + 1e-12) for r in range(3)):
+            return False
+    return True
+
+
+def rigid_schedule(problem: ScheduleProblem) -> tuple[ScheduledOp, ...]:
+    """List scheduling in which every op runs at full speed and starts only where its cores and its GLB and HBM
+    rates fit beside the ops already placed (the bandwidth as two more cumulative resources): a schedule that
+    keeps the supply without slowing any op. Ops in order of their longest path to the end (fastest modes),
+    each in the mode that ends earliest (ties: fewer cores)."""
+    import heapq
+
+    from phaze.schedule.bounds import heads_tails
+    from phaze.schedule.heuristic import Timing, assign_cores, to_scheduled_ops
+
+    n = len(problem.ops)
+    d_min = [op.min_duration_s for op in problem.ops]
+    _, tail = heads_tails(problem, d_min)
+    preds, succs = problem.preds(), problem.succs()
+    missing = [len(p) for p in preds]
+    eligible = [(-(tail[i] + d_min[i]), i) for i in range(n) if missing[i] == 0]
+    heapq.heapify(eligible)
+    placed: dict[str, list] = {"tc": [], "vc": [], "net": []}
+    bw: list = []  # (start, end, 0, GLB, HBM) of every op drawing bandwidth
+    G, H = problem.glb_supply_Bps, problem.hbm_supply_Bps
+    starts, ends, modes = [0.0] * n, [0.0] * n, [0] * n
+    while eligible:
+        _, i = heapq.heappop(eligible)
+        op = problem.ops[i]
+        ready = max((ends[p] for p in preds[i]), default=0.0)
+        cap = problem.capacity(op.kind)
+        best = None
+        for m, (k, d) in enumerate(op.modes):
+            g, h = op.rates[m] if op.rates else (0.0, 0.0)
+            mine = [(s0, e0, c, 0.0, 0.0) for s0, e0, c in placed[op.kind]]
+            times = sorted({ready} | {p[1] for p in mine + bw if p[1] > ready})
+            t = next(t for t in times if _fits(mine, t, t + d, (k, 0.0, 0.0), (cap, 1.0, 1.0))
+                     and _fits(bw, t, t + d, (0.0, g, h), (1.0, G, H)))
+            if best is None or (t + d, k) < best[0]:
+                best = ((t + d, k), m, t, d, g, h)
+        _, m, t, d, g, h = best
+        starts[i], ends[i], modes[i] = t, t + d, m
+        placed[op.kind].append((t, t + d, op.modes[m][0]))
+        if g > 0 or h > 0:
+            bw.append((t, t + d, 0.0, g, h))
+        for j in succs[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(eligible, (-(tail[j] + d_min[j]), j))
+    timing = Timing(tuple(starts), tuple(ends), tuple(modes))
+    return to_scheduled_ops(problem, timing, assign_cores(problem, timing))
 
 
 def serial_schedule(problem: ScheduleProblem) -> tuple[ScheduledOp, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from phaze.errors import ConfigError
-from phaze.schedule.bandwidth import serial_schedule, share_bandwidth
+from phaze.schedule.bandwidth import best_shared
 from phaze.schedule.bnb import solve_bnb
 from phaze.schedule.bounds import bandwidth_bound_s, lower_bound_s
 from phaze.schedule.cpsat import solve_cpsat
@@ -29,8 +29,8 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     heuristic makespan), "feasible" (an incumbent without proof) or "heuristic" (list scheduling only).
     Ops that can never contend are first fixed to their fastest mode (``reduce.isolated_fastest``, optimum
     unchanged). With shared bandwidth (``ScheduleProblem.shares_bandwidth``) the solvers' schedule is then
-    re-timed so concurrent ops never draw more than the supply, or replaced by the serial schedule where
-    that is shorter (``phaze.schedule.bandwidth``); ``status`` stays the solvers' proof on the full-bandwidth
+    re-timed so concurrent ops never draw more than the supply, or replaced by a shorter schedule that keeps
+    the supply (``phaze.schedule.bandwidth.best_shared``); ``status`` stays the solvers' proof on the full-bandwidth
     durations and ``gap`` measures the returned makespan against the lower bound. Deterministic: the branch and bound stops after ``BNB_NODES_PER_S x time_limit_s`` nodes
     and CP-SAT (``num_workers`` subsolvers; 1 = one deterministic worker) after a deterministic work
     budget; the wall clock ``time_limit_s`` is only a safety net (on a machine much slower than the one
@@ -69,11 +69,10 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     ops, relaxed = to_scheduled_ops(original, timing, cores), None
     if original.shares_bandwidth:  # re-timed under shared bandwidth, or the serial schedule if shorter
         relaxed = makespan
-        shared, _ = share_bandwidth(original, ops)
-        serial = serial_schedule(original)
-        ops = min((shared, serial), key=lambda o: max((so.end_s for so in o), default=0.0))
+        lb = max(lb, bandwidth_bound_s(original))
+        ops = best_shared(original, ops)
         makespan = max((so.end_s for so in ops), default=0.0)
-        lb = min(max(lb, bandwidth_bound_s(original)), makespan)
+        lb = min(lb, makespan)
     gap = (makespan - lb) / makespan if makespan > 0 else 0.0
     return Schedule(makespan_s=makespan, lower_bound_s=lb, status=status, gap=gap,
                     solve_time_s=time.perf_counter() - t0, ops=ops, relaxed_makespan_s=relaxed)
