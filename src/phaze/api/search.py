@@ -184,6 +184,7 @@ def load_search(store: str):
         if not spec or refs is None:
             raise ConfigError(f"store {store} holds no finished reference evaluation yet; run or --resume the search")
         refs = reference_rows(refs, f"store {store}: reference")
+        reals = reference_rows(s.get_meta("real_references") or [], f"store {store}: TPU v4 reference")
         rows = chip_rows(s.rows(status="exact"), f"store {store}: row")
         statuses = [r.status for r in s.load().values()]
         n_chips = len(stored_candidates(spec))
@@ -214,7 +215,8 @@ def load_search(store: str):
         why = {k: s.get_meta(k) or {} for k in ("wins_because", "tco", "fronts")} if explained else {}
     finally:
         s.close()
-    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model), **why)
+    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model),
+                        real_references=reals, **why)
 
 
 def exact_rows(store: str) -> list:

@@ -74,7 +74,13 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
                                      f"recompute {_vals(spec['recompute_modes'])}; no interleaving, no sequence "
                                      f"parallelism, no ZeRO-1; optimizer {spec.get('optimizer', 'adam')}"),
              ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
-                             "CP-SAT fallback)"),
+                             "CP-SAT fallback)" + (
+                                 "; each op costed with the whole GLB and HBM, then the schedule re-timed so "
+                                 "concurrent ops share them (feasible, within its lower bound's gap of optimal)"
+                                 if space.template == "chip" else "")),
+             ("references", "TPUv4-like (the score's) and TPU v4 (tpuv4), each under its best plan, and at the "
+                            "winner's HBM capacity where it differs" if space.template == "chip"
+              else "TPUv4-like (the paper's chip) under its best plan and the paper's plan"),
              ("score", "throughput divided by the TPUv4-like chip's under its own best plan (mean over models)"),
              ("power cap", f"chips whose peak power exceeds {spec['tdp_w']:.1f} W are left out (--tdp-w; the default "
                            f"is the TPUv4-like chip's own peak)" if spec.get("tdp_w")
@@ -153,4 +159,5 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
                               else f"up to {devices} devices (fewer when that is faster)")),
             *_runtime_rows(runtime, accelerator.hbm_bytes - runtime.memory_reserve_bytes),
             ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if time_model == "sequential"
-             else "optimal per-layer schedules on tensor and vector cores")]
+             else "optimal per-layer schedules on tensor and vector cores" + (
+                 ", re-timed so concurrent ops share the GLB and HBM" if acc.has_hierarchy else ""))]

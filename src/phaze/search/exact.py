@@ -147,7 +147,7 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
                              num_workers=task.schedule_subsolvers)
         if exact:
             counter[0] += 1
-            counter[1] += sched.status != "optimal"
+            counter[1] += not sched.proven_optimal
             counter[2] += _CACHE.hits > hits
             out[j] = sched.makespan_s
         else:

@@ -22,9 +22,11 @@ from phaze.workload.traced import microbatch_choices
 # Revision of the designed-chip cost model that search results depend on (SearchSpec.fingerprint): 2 since the
 # weight-gradient GEMMs read and write the gradient buffer in HBM (phaze.workload.graphs.accumulating_wgrads,
 # 2026-12-02), 3 since that buffer also crosses the GLB both ways (phaze.cost.gemm_chip) and the optimizer step
-# is bound by the vector lanes too (phaze.placement.stage.optimizer_step_s; both 2026-12-02, session 16); stores
+# is bound by the vector lanes too (phaze.placement.stage.optimizer_step_s; both 2026-12-02, session 16), 4 since
+# an op alone has all of the GLB and HBM and layer schedules are re-timed under shared bandwidth
+# (phaze.schedule.bandwidth; issue 34 item 1e, session 18) and a search also stores the TPU v4 reference; stores
 # written before carry an older revision (or none) and are refused on --resume.
-CHIP_COST_MODEL_REVISION = 3
+CHIP_COST_MODEL_REVISION = 4
 
 
 @dataclass(frozen=True)
