@@ -147,18 +147,19 @@ def _goal_reason() -> str:
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 7.4% mean, 98.8% max over 96 cases, 91 within 15%;
+    """README's trust table and docs/chip-validation.md: 5.9% mean, 98.8% max over 96 cases, 89 within 15%;
     the worst `256x256 gpt2-xl.scores mb1 @4096B/c` at +98.8% (one weight tile per output: ZigZag writes
     the final sums at 16 bits into the rate-limited accumulator, phaze at 32). A change of any of these
     (better or worse) must update the docs; the goal itself is the strict xfail below."""
-    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 91)
-    assert round(report.zigzag_mean_abs_pct, 1) == 7.4 and round(report.zigzag_max_abs_pct, 1) == 98.8
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 89)
+    assert round(report.zigzag_mean_abs_pct, 1) == 5.9 and round(report.zigzag_max_abs_pct, 1) == 98.8
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
     assert worst.name == "256x256 gpt2-xl.scores mb1 @4096B/c" and round(worst.zigzag_error_pct, 1) == 98.8
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
     assert misses == ["128x256 gpt3.scores mb1 N/2 @4096B/c", "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @4096B/c",
                       "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c", "256x256 gpt2-xl.scores mb1 @4096B/c",
-                      "256x256 gpt3.scores mb1 @512B/c"]
+                      "256x256 gpt3.scores mb1 @512B/c", "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @16B/c",
+                      "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c"]
     assert not report.goal_met
 
 

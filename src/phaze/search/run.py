@@ -281,9 +281,12 @@ def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster) -> dict:
     acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
-    try:
-        why = wins_because(spec, cluster, acc, ref_accs)
-    except InfeasibleError:  # the reference has no plan for every model: no ratio to decompose
-        why = {}
+    real = spec.space.real_reference
+    why = {}
+    for name, ref in {**ref_accs, **({real.name: real} if real is not None else {})}.items():
+        try:
+            why.update(wins_because(spec, cluster, acc, {name: ref}))
+        except InfeasibleError:  # this reference has no plan for every model: no ratio to decompose
+            pass
     return {"wins_because": why, "tco": tco_table(best, acc, refs, ref_accs),
             "fronts": fronts(point_rows(rows, refs, cands))}
