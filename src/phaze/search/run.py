@@ -46,8 +46,8 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gi
 
 def references(spec: SearchSpec, cluster) -> list[ReferenceRow]:
     """TPUv4-like chip (its own 32 GiB HBM) under its best plan and under the paper's fixed plan. Its best
-    plan comes from the same plan space as every candidate's (v = 1, no sequence parallelism, no ZeRO-1,
-    one recompute mode per plan), so the scores compare like with like."""
+    plan comes from the same plan space and runtime as every candidate's (``spec.plan_space``, the paper's or
+    the full one), so the scores compare like with like."""
     from phaze.placement.baseline_plans import paper_baseline
     from phaze.hardware.area import area_mm2
 
