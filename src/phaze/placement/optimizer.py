@@ -33,7 +33,8 @@ from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
-from phaze.placement.bounds import combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory
+from phaze.placement.bounds import (combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory,
+                                   weight_per_grad, zero_microbatch_floor_s)
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs, moe_net_for
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
@@ -160,6 +161,7 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
         traffic = least_traffic_bytes(c, L) if mixed else tot.optimizer_traffic_bytes
         act_total, with_sync = tot.activation_bytes, not mixed or same_memory(c)
         grads_total, weights_total = tot.sync_grad_bytes, tot.sync_weight_bytes
+        rho = weight_per_grad(cb)
         for d in divisors(B // mbs):
             if t * cp * d > N:
                 break
@@ -185,7 +187,9 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                         pv = pv[(static_total + act_total) / pv <= cap]  # the model's memory spreads over p
                         sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pv.tolist()])
                                 if r > 1 and with_sync and len(pv) else 0.0)
-                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        mbc = (np.array([zero_microbatch_floor_s(grads_total, rho, shared.topo(t, r, p), z, p)
+                                         for p in pv.tolist()]) if z >= 2 and r > 1 and len(pv) else 0.0)
+                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
                         for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
                             combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
                     continue
@@ -208,7 +212,9 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                             sync = shared.sync.get((t, r, p, z, grads_total, weights_total))
                             if sync is None:
                                 sync = shared.sync_of(t, r, p, z, grads_total, weights_total)
-                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        mbc = zero_microbatch_floor_s(grads_total, rho, shared.topo(t, r, p), z, p) \
+                            if z >= 2 and r > 1 else 0.0
+                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
                         combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
     return combos
 

@@ -173,20 +173,31 @@ class _Row:
     sync_s: float | None  # gradient sync of the stage with the most gradients (None: d = 1)
     need_bytes: float = 0.0  # the whole model's memory over p devices: the row needs at least this HBM
     v: int = 1  # interleaving (virtual stages per device)
+    # ZeRO-2/3 rows: a floor on max T, the reduce-scatter of the gradients of the stage with the most of them
+    # that every microbatch's backward starts (``stage.exposed_microbatch_comm_s`` leaves T >= that transfer)
+    mb_comm_s: float = 0.0
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
                 hbm_Bps: float, min_p: int = 1) -> list[_Row]:
     """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms
     (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds). The full plan space adds
-    a row per interleaving v > 1 Megatron takes (p >= 2, L divisible by p v, m by p), and each row's memory,
-    optimizer step and sync are the least over the ZeRO stages searched. ``min_p``: leave out smaller p."""
+    a row per interleaving v > 1 Megatron takes (p >= 2, L divisible by p v, m by p) and splits the ZeRO
+    stages searched into two rows: stages 0-1 and stages 2-3, each with the least memory, optimizer step and
+    sync over its stages, the second also with the per-microbatch reduce-scatter as a floor on max T (without
+    it ZeRO-3's zero step-end sync would make every row as loose as a free network). ``min_p``: leave out
+    smaller p."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
     space = spec.plan_space_for(model)
     zs, vs = (space.zero, space.interleaves(L)) if not spec.paper else ((0,), (1,))
+    classes = [k for k in ((z for z in zs if z < 2), (z for z in zs if z >= 2)) for k in [tuple(k)] if k]
     tot = st.model_totals(c, L)
     act, traffic, grads = tot.activation_bytes, tot.optimizer_traffic_bytes, tot.sync_grad_bytes
+    # weight bytes per gradient byte, the least over the layer kinds: a stage's weights are at least this
+    # times its gradients (both are sums over its layers)
+    rho = min((x.weight_bytes / x.grad_bytes for x in (c.embedding, c.block, c.head) if x.grad_bytes > 0),
+              default=0.0)
     rows = []
     most_grads: dict[int, float] = {}
     for d in range(1, B // mbs + 1):
@@ -196,25 +207,30 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
             break
         m = B // (mbs * d)
         pf, pb = st.least_sends_s(c, cluster, t, d)
-        # ZeRO >= 1 divides the optimizer step over the d ranks (placement's combination bound)
-        shard = d if max(zs) >= 1 else 1
         for p in range(max(1, min_p), min(L + 2, N // (t * d)) + 1):
-            need = min((tot.sharded_static_bytes(z, d) - (st.tied_static_bytes(c, z, d) if p == 1 else 0.0) + act) / p
-                       for z in zs)
-            if need > cap_bytes:
-                continue
-            sync = None
-            if d > 1:
-                if p not in most_grads:
-                    most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes, c.block.grad_bytes,
-                                                                         c.head.grad_bytes, L, p))
-                topo = st.Topology.of(cluster, t, d, p)
-                sync = min(float(st.dp_sync_s(most_grads[p], 0.0, topo, z)) for z in zs)
-            opt = traffic / p / hbm_Bps / shard
-            for v in vs:
-                if v > 1 and (p < 2 or L % (p * v) or m % p):
+            topo = None
+            for zc in classes:
+                need = min((tot.sharded_static_bytes(z, d) - (st.tied_static_bytes(c, z, d) if p == 1 else 0.0)
+                            + act) / p for z in zc)
+                if need > cap_bytes:
                     continue
-                rows.append(_Row(p, m, (p * v - 1) * (pf + pb), opt, sync, need, v))
+                sync, mb_comm = None, 0.0
+                if d > 1:
+                    if p not in most_grads:
+                        most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes,
+                                                                             c.block.grad_bytes, c.head.grad_bytes, L, p))
+                    topo = topo or st.Topology.of(cluster, t, d, p)
+                    # that stage's weights (ZeRO-1/2 all-gather them after the step): >= rho x its gradients
+                    w = rho * most_grads[p] if max(zc) >= 1 else 0.0
+                    sync = min(float(st.dp_sync_s(most_grads[p], w, topo, z)) for z in zc)
+                    if min(zc) >= 2:
+                        mb_comm = float(st.microbatch_comm_s(most_grads[p], 0.0, topo, 2)[1])
+                # ZeRO >= 1 divides the optimizer step over the d ranks (placement's combination bound)
+                opt = traffic / p / hbm_Bps / (d if max(zc) >= 1 else 1)
+                for v in vs:
+                    if v > 1 and (p < 2 or L % (p * v) or m % p):
+                        continue
+                    rows.append(_Row(p, m, (p * v - 1) * (pf + pb), opt, sync, need, v, mb_comm))
     return rows
 
 
@@ -238,6 +254,9 @@ def _row_floor_s(r: _Row, S: np.ndarray, U: dict) -> np.ndarray:
     (``bottleneck_s``)."""
     Sp = S + r.send_s
     M = np.maximum(Sp / r.p, U[r.p] if r.v == 1 else U[(r.p, r.v)])
+    if r.mb_comm_s > 0:  # max T >= the transfer, and sum T >= max T (what counts when m = 1)
+        M = np.maximum(M, r.mb_comm_s)
+        Sp = np.maximum(Sp, M)
     return plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m, r.v)
 
 
