@@ -54,7 +54,7 @@ def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: 
     tb = c.block.fwd_s + c.block.bwd_s
     S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
     M = S / p
-    if np.any(np.asarray(mb_comm_s) > 0):
+    if mb_comm_s is not None and (mb_comm_s > 0 if isinstance(mb_comm_s, float) else np.any(mb_comm_s > 0)):
         M = np.maximum(M, mb_comm_s)
         S = np.maximum(S, M)
     return plan_floor_s(S, M, traffic_per_dev / p / hbm_Bps, sync_s, m, v)

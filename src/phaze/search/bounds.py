@@ -179,14 +179,14 @@ class _Row:
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
-                hbm_Bps: float, min_p: int = 1) -> list[_Row]:
+                hbm_Bps: float, min_p: int = 1, max_p: int | None = None) -> list[_Row]:
     """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms
     (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds). The full plan space adds
     a row per interleaving v > 1 Megatron takes (p >= 2, L divisible by p v, m by p) and splits the ZeRO
     stages searched into two rows: stages 0-1 and stages 2-3, each with the least memory, optimizer step and
     sync over its stages, the second also with the per-microbatch reduce-scatter as a floor on max T (without
-    it ZeRO-3's zero step-end sync would make every row as loose as a free network). ``min_p``: leave out
-    smaller p."""
+    it ZeRO-3's zero step-end sync would make every row as loose as a free network). ``min_p``, ``max_p``: leave
+    out smaller, larger p."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
     space = spec.plan_space_for(model)
@@ -207,7 +207,7 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
             break
         m = B // (mbs * d)
         pf, pb = st.least_sends_s(c, cluster, t, d)
-        for p in range(max(1, min_p), min(L + 2, N // (t * d)) + 1):
+        for p in range(max(1, min_p), min(L + 2, N // (t * d), max_p or L + 2) + 1):
             topo = None
             for zc in classes:
                 need = min((tot.sharded_static_bytes(z, d) - (st.tied_static_bytes(c, z, d) if p == 1 else 0.0)
@@ -272,23 +272,25 @@ def bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int, v:
 
 
 def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, arch: ArchArrays,
-                   cluster: Cluster, memo: dict | None = None) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
+                   cluster: Cluster, memo: dict | None = None,
+                   max_p: int | None = None) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
     """One setting on every chip: lower and upper layer times [slot, chip], the memory-only LayerCosts, and
-    the throughput upper bound [hbm, chip]. Independent per setting, so settings can run in parallel.
-    ``memo``: op costs shared with other settings on the same ``arch`` (``layer_time_bounds``)."""
+    the throughput upper bound [hbm, chip] (of its plans with at most ``max_p`` stages when given).
+    Independent per setting, so settings can run in parallel. ``memo``: op costs shared with other settings on
+    the same ``arch`` (``layer_time_bounds``)."""
     n = len(arch)
     lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
     tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
     for j, (kind, direction) in enumerate(SLOTS):
         lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
     c = memory_costs(model, setting, spec.optimizer)
-    return lower, upper, c, throughput_bound(model, spec, c, lower, arch, cluster)
+    return lower, upper, c, throughput_bound(model, spec, c, lower, arch, cluster, max_p=max_p)
 
 
 def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower: np.ndarray, arch: ArchArrays,
-                     cluster: Cluster, min_p: int = 1) -> np.ndarray:
+                     cluster: Cluster, min_p: int = 1, max_p: int | None = None) -> np.ndarray:
     """[hbm, chip]: sequences/s no plan with layer times >= ``lower`` [slot, chip] and memory >= ``c``'s can
-    beat, over every row of ``_bound_rows`` (p >= ``min_p``)."""
+    beat, over every row of ``_bound_rows`` (``min_p`` <= p <= ``max_p``)."""
     n = lower.shape[1]
     L = model.num_layers
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
@@ -299,7 +301,7 @@ def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower:
     # a smaller HBM's rows are a subset of a larger one's: each row's floor is computed once, and the HBM
     # sizes, smallest first, take the running minimum over the rows each one adds (iteration_lower_bound_s
     # of each size's rows, the same values: a minimum does not depend on the order it is taken in)
-    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps, min_p),
+    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps, min_p, max_p),
                   key=lambda r: r.need_bytes)
     best, k = np.full(n, np.inf), 0
     for hh in sorted(range(len(spec.hbm_gib)), key=lambda hh: spec.hbm_gib[hh]):
@@ -332,8 +334,10 @@ def plan_units(settings: tuple[TrainSetting, ...], per_stage_recompute: bool) ->
 def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: ArchArrays,
                cluster: Cluster) -> np.ndarray:
     """[hbm, chip] throughput bound of a plan unit from its settings' ``setting_bounds`` (``parts``): the
-    largest of theirs (every plan of one mode) and, with >= 2 modes, the bound of a pipeline whose stages may
-    each use any of them (p >= 2), from each layer's least lower time and least memory over the modes."""
+    largest of theirs (every plan of one mode; with >= 2 modes they need cover p = 1 only) and, with >= 2
+    modes, the bound of a pipeline whose stages may each use any of them (p >= 2), from each layer's least
+    lower time and least memory over the modes (above each mode's own bound at every p >= 2: its rows are a
+    superset, each no higher)."""
     best = np.max([x[3] for x in parts], axis=0)
     if len(parts) < 2:
         return best
@@ -343,19 +347,20 @@ def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: A
 
 
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                 cluster: Cluster) -> list[tuple]:
+                 cluster: Cluster, max_p: int | None = None) -> list[tuple]:
     """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
     share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once."""
     memo: dict = {}
-    return [setting_bounds(model, spec, s, arch, cluster, memo) for s in settings]
+    return [setting_bounds(model, spec, s, arch, cluster, memo, max_p) for s in settings]
 
 
 def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
                       cluster: Cluster) -> tuple[list[tuple], list[np.ndarray]]:
     """``group_bounds`` of settings of one (microbatch, t), and the throughput bound of each of their plan units
-    (``plan_units``, ``unit_bound``), in the units' order."""
-    parts = group_bounds(model, spec, settings, arch, cluster)
+    (``plan_units``, ``unit_bound``), in the units' order. With units of several modes each setting's own bound
+    covers p = 1 only: the unit's bound from its floor costs (p >= 2) is above the settings' there."""
     units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
+    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None)
     return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster) for u in units]
 
 

@@ -263,8 +263,11 @@ def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster) -> dict:
     acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
+    # the search's own throughputs of the reference (its best plan at its own HBM) and of the winner
+    known = [(spec.space.reference, [r.best_seq_per_s for r in refs]),
+             (acc, [o.throughput_seq_per_s for o in best.outcomes])]
     try:
-        why = wins_because(spec, cluster, acc, ref_accs)
+        why = wins_because(spec, cluster, acc, ref_accs, known)
     except InfeasibleError:  # the reference has no plan for every model: no ratio to decompose
         why = {}
     return {"wins_because": why, "tco": tco_table(best, acc, refs, ref_accs),
