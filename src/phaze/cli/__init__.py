@@ -277,8 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                              "up to the model's max_tp)")
     p.add_argument("--hbm-gib", type=_int_list, default=(32, 64, 80), help="HBM sizes per chip in GiB "
                                                                             "(default: 32,64,80)")
-    p.add_argument("--recompute", type=_str_list, default=("none", "full"),
-                   help="recompute modes (default: none,full)")
+    p.add_argument("--recompute", type=_str_list, default=None,
+                   help="recompute modes (default: none,selective,full in the full plan space, none,full in the "
+                        "paper's)")
+    p.add_argument("--plan-space", choices=("paper", "full"), default=None,
+                   help="each chip's plans: 'full' (what `phaze plan` searches on GPUs, where a designed chip can "
+                        "run it: every interleaving, sequence parallelism, ZeRO 0-3, a recompute mode per "
+                        "pipeline stage, the gradient reduce overlapped; standard attention and no TP overlap, "
+                        "which the chip model cannot cost) or 'paper' (v = 1, no sequence parallelism, no ZeRO, "
+                        "one recompute mode per plan) (default: paper with --space paper, else full)")
     p.add_argument("--cluster", default="flat-4gib", help="network: flat-4gib (the paper's one 4 GiB/s network), "
                                                           "dgx-a100 or dgx-h100 (default: flat-4gib)")
     p.add_argument("--store", default="phaze-results.db", help="SQLite file for results (default: phaze-results.db)")

@@ -471,7 +471,7 @@ def _search_kw(args) -> dict:
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
                 recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
                 objective=getattr(args, "objective", None) or "throughput", tdp_w=_tdp(getattr(args, "tdp_w", "reference")),
-                seq_len=getattr(args, "seq", None))
+                seq_len=getattr(args, "seq", None), plan_space=getattr(args, "plan_space", None))
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
@@ -585,9 +585,9 @@ def cmd_demo(args) -> int:
 
     d = tempfile.mkdtemp(prefix="phaze-demo-")
     if not args.json:
-        print("phaze demo: co-search of gpt2-xl over the default space (the paper's setting); its HTML report "
-              f"goes to {os.path.join(d, 'demo.html')}", flush=True)
+        print("phaze demo: co-search of gpt2-xl over the default space (the paper's setting, each chip's plans in "
+              f"the full plan space); its HTML report goes to {os.path.join(d, 'demo.html')}", flush=True)
     kw = dict(models=("gpt2-xl",), space="default", budget_mm2=None, devices=1024, global_batch=4096,
-              microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80), recompute_modes=("none", "full"),
-              cluster="flat-4gib", pareto=False)
+              microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80), recompute_modes=None,
+              cluster="flat-4gib", pareto=False, plan_space="full")
     return _search_and_report(args, kw, os.path.join(d, "demo.db"), os.path.join(d, "demo.html"))

@@ -69,10 +69,16 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
         a = cands.arch.accelerator(0)
         rows.append(("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, "
                                                              f"{_si(a.hbm_bandwidth_Bps, 'B/s')} (the TPUv4-like chip's)"))
-    rows += [("plan space per chip", f"microbatch {_vals(spec['microbatch_sizes'])}; tensor-parallel "
+    full = spec.get("plan_space", "paper") == "full"
+    shape = ("every interleaving Megatron takes, sequence parallelism on and off, ZeRO 0-3 (0-1 for MoE), a "
+             "recompute mode per pipeline stage; standard attention, bf16, gradient reduce overlapped (no flash "
+             "attention or TP overlap: the chip model has no fused-attention kernel or userbuffers)" if full else
+             "no interleaving, no sequence parallelism, no ZeRO, one recompute mode per plan")
+    rows += [("plan space per chip", f"{'full' if full else 'the paper' + chr(39) + 's'} (--plan-space): microbatch "
+                                     f"{_vals(spec['microbatch_sizes'])}; tensor-parallel "
                                      f"{_vals(spec['tp_values']) if spec.get('tp_values') else 'every valid width up to the model max'}; "
-                                     f"recompute {_vals(spec['recompute_modes'])}; no interleaving, no sequence "
-                                     f"parallelism, no ZeRO-1; optimizer {spec.get('optimizer', 'adam')}"),
+                                     f"recompute {_vals(spec['recompute_modes'])}; {shape}; optimizer "
+                                     f"{spec.get('optimizer', 'adam')}"),
              ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
                              "CP-SAT fallback)" + (
                                  "; each op costed with the whole GLB and HBM, then the schedule re-timed so "

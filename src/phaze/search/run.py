@@ -48,8 +48,8 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gi
 def references(spec: SearchSpec, cluster, chip=None) -> list[ReferenceRow]:
     """A reference chip (default: the space's TPUv4-like chip; ``spec.space.real_reference`` is the second, the
     real TPU v4), its own 32 GiB HBM, under its best plan and under the paper's fixed plan. Its best plan comes
-    from the same plan space as every candidate's (v = 1, no sequence parallelism, no ZeRO-1, one recompute
-    mode per plan), so the scores compare like with like."""
+    from the same plan space and runtime as every candidate's (``spec.plan_space``, the paper's or the full
+    one), so the scores compare like with like."""
     from phaze.placement.baseline_plans import paper_baseline
     from phaze.hardware.area import area_mm2
 
@@ -252,7 +252,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             if why:
                 prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
                           "chip's best plan searched again; TCO and the Pareto fronts")
-                explained_why = _why(rows, refs, spec, cands, cluster)
+                explained_why = _why(rows, refs, reals, spec, cands, cluster)
                 for k, v in explained_why.items():
                     store.put_meta(k, v)
     finally:
@@ -272,7 +272,7 @@ def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     return enrich_row(row, acc, spec, cluster)
 
 
-def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster) -> dict:
+def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster) -> dict:
     """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``)."""
     from phaze.search.fronts import fronts, point_rows, tco_table
     from phaze.search.why import wins_because
@@ -282,11 +282,17 @@ def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster) -> dict:
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
     real = spec.space.real_reference
+    # the search's own throughputs of each reference (its best plan at its own HBM) and of the winner
+    known = [(spec.space.reference, [r.best_seq_per_s for r in refs]),
+             (acc, [o.throughput_seq_per_s for o in best.outcomes])]
+    if real is not None and reals:
+        ref_accs[real.name] = real
+        known.append((real, [r.best_seq_per_s for r in reals]))
     why = {}
-    for name, ref in {**ref_accs, **({real.name: real} if real is not None else {})}.items():
+    for name, ref in ref_accs.items():
         try:
-            why.update(wins_because(spec, cluster, acc, {name: ref}))
+            why.update(wins_because(spec, cluster, acc, {name: ref}, known))
         except InfeasibleError:  # this reference has no plan for every model: no ratio to decompose
             pass
-    return {"wins_because": why, "tco": tco_table(best, acc, refs, ref_accs),
+    return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs),
             "fronts": fronts(point_rows(rows, refs, cands))}

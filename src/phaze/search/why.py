@@ -6,7 +6,10 @@ again in the search's plan space and runtime, ``phaze.search.run.fixed_chip_plan
 A step's speedup is value(after) / value(before), value = mean over the search's models of throughput /
 the reference's throughput, so the steps multiply to value(winner) / value(reference) = the winner's
 throughput ratio (one model) or its throughput score (several). The order matters (a step is measured with
-every earlier resource already the winner's); it is stated with the result.
+every earlier resource already the winner's); it is stated with the result. The plan-space step is 1 because
+every chip of a search, the references included, is scored in the same plan space (the full one or the paper's,
+``SearchSpec.plan_space_name``): the gain of the full plan space over the paper's is the same chip's in both
+(``benchmarks/bench_plan_space.py`` reports it), not a difference between two chips.
 
 A step whose intermediate chip cannot be built (the template refuses it) or on which no plan fits is merged
 with the next step, and the merged step says so. The cluster network and the plan space are the same for every
@@ -36,7 +39,7 @@ REST = ("clock and the other chip constants",
         tuple(f.name for f in fields(Accelerator) if f.name != "name" and f.name not in _NAMED))
 # steps that are not the chip's: the same for every chip of a search
 NOT_CHIP = (("network (cluster)", "the same cluster network for every chip of the search (no per-chip network)"),
-            ("plan space", "the same plan space for every chip of the search"))
+            ("plan space", "the same plan space (--plan-space) for every chip of the search"))
 
 
 def _value(tputs: list[float], ref_tputs: list[float]) -> float:
@@ -110,15 +113,27 @@ def _plain(v):
     return v if isinstance(v, (str, bool)) else (int(v) if float(v).is_integer() else float(v))
 
 
-def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator]) -> dict[str, list[dict]]:
+def _chip_key(chip: Accelerator) -> tuple:
+    return tuple((k, v) for k, v in asdict(chip).items() if k != "name")
+
+
+def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator],
+                 known: list[tuple[Accelerator, list[float]]] = ()) -> dict[str, list[dict]]:
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
-    search's plan space and runtime); one schedule cache for every intermediate chip."""
+    search's plan space and runtime); one schedule cache for every intermediate chip, and each chip evaluated
+    once. ``known``: (chip, per-model throughput) the search already found by the same machinery (the
+    reference's best plan, the winner's), not searched again."""
     from phaze.schedule import ScheduleCache
     from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
+    memo = {(m.name, _chip_key(chip)): float(t) for chip, tputs in known for m, t in zip(spec.models, tputs)
+            if t > 0}
 
     def evaluate(model, chip) -> float:
-        return fixed_chip_plan(model, chip, spec, cluster, schedule_cache=cache).best.throughput_seq_per_s
+        key = (model.name, _chip_key(chip))
+        if key not in memo:
+            memo[key] = fixed_chip_plan(model, chip, spec, cluster, schedule_cache=cache).best.throughput_seq_per_s
+        return memo[key]
 
     return {name: decompose(ref, winner, spec.models, evaluate) for name, ref in references.items()}
