@@ -214,26 +214,17 @@ def rigid_schedule(problem: ScheduleProblem) -> tuple[ScheduledOp, ...]:
     rates fit beside the ops already placed (the bandwidth as two more cumulative resources): a schedule that
     keeps the supply without slowing any op. Ops in order of their longest path to the end (fastest modes),
     each in the mode that ends earliest (ties: fewer cores)."""
-    import heapq
-
     from phaze.schedule.bounds import heads_tails
-    from phaze.schedule.heuristic import Timing, assign_cores, to_scheduled_ops
+    from phaze.schedule.heuristic import assign_cores, serial_sgs, to_scheduled_ops
 
-    n = len(problem.ops)
     d_min = [op.min_duration_s for op in problem.ops]
     _, tail = heads_tails(problem, d_min)
-    preds, succs = problem.preds(), problem.succs()
-    missing = [len(p) for p in preds]
-    eligible = [(-(tail[i] + d_min[i]), i) for i in range(n) if missing[i] == 0]
-    heapq.heapify(eligible)
     placed: dict[str, list] = {"tc": [], "vc": [], "net": []}
     bw: list = []  # (start, end, 0, GLB, HBM) of every op drawing bandwidth
     G, H = problem.glb_supply_Bps, problem.hbm_supply_Bps
-    starts, ends, modes = [0.0] * n, [0.0] * n, [0] * n
-    while eligible:
-        _, i = heapq.heappop(eligible)
+
+    def place(i: int, ready: float) -> tuple[float, int]:
         op = problem.ops[i]
-        ready = max((ends[p] for p in preds[i]), default=0.0)
         cap = problem.capacity(op.kind)
         best = None
         for m, (k, d) in enumerate(op.modes):
@@ -245,15 +236,12 @@ def rigid_schedule(problem: ScheduleProblem) -> tuple[ScheduledOp, ...]:
             if best is None or (t + d, k) < best[0]:
                 best = ((t + d, k), m, t, d, g, h)
         _, m, t, d, g, h = best
-        starts[i], ends[i], modes[i] = t, t + d, m
         placed[op.kind].append((t, t + d, op.modes[m][0]))
         if g > 0 or h > 0:
             bw.append((t, t + d, 0.0, g, h))
-        for j in succs[i]:
-            missing[j] -= 1
-            if missing[j] == 0:
-                heapq.heappush(eligible, (-(tail[j] + d_min[j]), j))
-    timing = Timing(tuple(starts), tuple(ends), tuple(modes))
+        return t, m
+
+    timing = serial_sgs(problem, [tail[i] + d_min[i] for i in range(len(problem.ops))], place)
     return to_scheduled_ops(problem, timing, assign_cores(problem, timing))
 
 
