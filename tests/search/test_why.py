@@ -77,6 +77,28 @@ def test_one_differing_resource_gives_one_non_1_step():
     assert all(st["note"] for st in steps if st is not moved[0])  # every other step says why it is 1
 
 
+def test_prefetched_steps_on_an_executor_equal_the_sequential_decomposition():
+    """wins_because with the search's pool (every intermediate chip of ``step_chips`` evaluated ahead, through
+    ``chip_throughput``) gives the same steps as one chip after another here; the chain ends at the winner."""
+    from dataclasses import asdict
+
+    from phaze.search.executor import InlineExecutor
+    from phaze.search.why import step_chips
+
+    s = spec()
+    winner = replace(TPUV4_LIKE, num_vc=8, glb_bytes=TPUV4_LIKE.glb_bytes // 2, name="winner")
+    chain = step_chips(TPUV4_LIKE, winner)
+    assert len(chain) == 2  # vector lanes, then GLB size
+    assert {k: v for k, v in asdict(chain[-1]).items() if k != "name"} == \
+        {k: v for k, v in asdict(winner).items() if k != "name"}
+    cluster = get_cluster(s.cluster, s.devices)
+    seq = wins_because(s, cluster, winner, {"tpuv4-like": TPUV4_LIKE})
+    pooled = wins_because(s, cluster, winner, {"tpuv4-like": TPUV4_LIKE}, executor=InlineExecutor())
+    assert pooled == seq
+    assert [st["resource"] for st in seq["tpuv4-like"] if st["changed"]] == \
+        ["vector lanes (vector cores x lanes)", "GLB size"]
+
+
 def test_an_unevaluable_step_is_merged_with_the_next():
     """A stub evaluation with no plan on a chip that has the winner's MACs but the reference's lanes: the MAC
     step is merged into the lanes step, which says so, and the product still equals the total."""

@@ -223,9 +223,6 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 top = sub.rows(top=1)
                 if top:
                     per_model.append(replace(ChipRow.from_dict(top[0]), model=m.name))
-        if own:
-            executor.shutdown(wait=True)
-        finished = True
         rows = list(chip_rows(store.rows(status="exact")))
         front = pareto_front(rows)
         if rows:
@@ -252,9 +249,12 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             if why:
                 prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
                           "chip's best plan searched again; TCO and the Pareto fronts")
-                explained_why = _why(rows, refs, reals, spec, cands, cluster)
+                explained_why = _why(rows, refs, reals, spec, cands, cluster, executor)
                 for k, v in explained_why.items():
                     store.put_meta(k, v)
+        if own:
+            executor.shutdown(wait=True)
+        finished = True
     finally:
         if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
@@ -272,8 +272,9 @@ def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     return enrich_row(row, acc, spec, cluster)
 
 
-def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster) -> dict:
-    """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``)."""
+def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, executor=None) -> dict:
+    """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``);
+    ``executor``: the search's pool, for the decomposition's chips."""
     from phaze.search.fronts import fronts, point_rows, tco_table
     from phaze.search.why import wins_because
 
@@ -288,11 +289,6 @@ def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster) -> 
     if real is not None and reals:
         ref_accs[real.name] = real
         known.append((real, [r.best_seq_per_s for r in reals]))
-    why = {}
-    for name, ref in ref_accs.items():
-        try:
-            why.update(wins_because(spec, cluster, acc, {name: ref}, known))
-        except InfeasibleError:  # this reference has no plan for every model: no ratio to decompose
-            pass
+    why = wins_because(spec, cluster, acc, ref_accs, known, executor)
     return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs),
             "fronts": fronts(point_rows(rows, refs, cands))}

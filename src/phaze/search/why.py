@@ -117,18 +117,55 @@ def _chip_key(chip: Accelerator) -> tuple:
     return tuple((k, v) for k, v in asdict(chip).items() if k != "name")
 
 
+def step_chips(reference: Accelerator, winner: Accelerator) -> list[Accelerator]:
+    """The intermediate chips ``decompose`` evaluates when every step can be built, in order (the last is the
+    winner's design): what ``wins_because`` hands to the workers ahead of the decomposition."""
+    cur, out = reference, []
+    for resource, names in list(STEPS) + [REST]:
+        want = {f: getattr(winner, f) for f in names if getattr(cur, f) != getattr(winner, f)}
+        if want:
+            try:
+                cur = replace(cur, name=f"{reference.name} -> {winner.name}: {resource}", **want)
+            except ConfigError:
+                return out  # decompose merges this step with the next: evaluated there, one at a time
+            out.append(cur)
+    return out
+
+
+def chip_throughput(model, chip: Accelerator, spec, cluster) -> float | None:
+    """The chip's throughput (seq/s) for ``model`` under its best plan (``fixed_chip_plan``), None when no plan
+    fits (a worker task: ``decompose`` then meets the error itself)."""
+    from phaze.search.fixed_plan import fixed_chip_plan
+
+    try:
+        return float(fixed_chip_plan(model, chip, spec, cluster).best.throughput_seq_per_s)
+    except (ConfigError, InfeasibleError):
+        return None
+
+
 def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator],
-                 known: list[tuple[Accelerator, list[float]]] = ()) -> dict[str, list[dict]]:
+                 known: list[tuple[Accelerator, list[float]]] = (), executor=None) -> dict[str, list[dict]]:
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
-    search's plan space and runtime); one schedule cache for every intermediate chip, and each chip evaluated
-    once. ``known``: (chip, per-model throughput) the search already found by the same machinery (the
-    reference's best plan, the winner's), not searched again."""
+    search's plan space and runtime); each chip evaluated once, a reference with no plan for every model (or a
+    winner without) left out. ``known``: (chip, per-model throughput) the search already found by the same
+    machinery (the reference's best plan, the winner's), not searched again. ``executor``: the search's pool;
+    the intermediate chips of every reference (``step_chips``) are evaluated on it at once, otherwise one after
+    another here with one schedule cache."""
     from phaze.schedule import ScheduleCache
     from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
     memo = {(m.name, _chip_key(chip)): float(t) for chip, tputs in known for m, t in zip(spec.models, tputs)
             if t > 0}
+    if executor is not None:
+        jobs = {}
+        for ref in references.values():
+            for chip in [ref, *step_chips(ref, winner)]:
+                for m in spec.models:
+                    key = (m.name, _chip_key(chip))
+                    if key not in memo and key not in jobs:
+                        jobs[key] = executor.submit(chip_throughput, m, chip, spec, cluster)
+        memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
 
     def evaluate(model, chip) -> float:
         key = (model.name, _chip_key(chip))
@@ -136,4 +173,10 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
             memo[key] = fixed_chip_plan(model, chip, spec, cluster, schedule_cache=cache).best.throughput_seq_per_s
         return memo[key]
 
-    return {name: decompose(ref, winner, spec.models, evaluate) for name, ref in references.items()}
+    out = {}
+    for name, ref in references.items():
+        try:
+            out[name] = decompose(ref, winner, spec.models, evaluate)
+        except InfeasibleError:  # no ratio to decompose
+            continue
+    return out
