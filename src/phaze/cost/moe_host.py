@@ -37,7 +37,7 @@ HOST_OPS_PER_LOCAL_EXPERT = 20
 # The block's fixed host time per microbatch, forward + backward (s). The one fitted parameter of this
 # mechanism, fitted on the MoE dev set only (phaze/validation/data/moe_runs.json): the three runs whose GPU
 # time per MoE block is below it are host-bound (Qwen3-235B-A22B 9.7 ms of GPU time per block, Qwen3-30B-A3B
-# 4.1 ms, GPT-OSS-120B 7.8 ms); DeepSeek-V3's 19.7 ms and Mixtral's 19.3 ms are not, and do not move. With the
+# 4.1 ms, GPT-OSS-120B 8.9 ms); DeepSeek-V3's 19.7 ms and Mixtral's 19.3 ms are not, and do not move. With the
 # per-expert term their errors cross zero at 12.3 ms (Qwen3-235B, 4 local experts), 13.2 ms (Qwen3-30B, 16) and
 # 12.8 ms (GPT-OSS, 16); 12.7 ms minimises the largest of the three (+2.9% / -3.1% / -0.4%; docs/validation.md,
 # "MoE"). That the three, of different widths (2,048 to 4,096), precisions and expert counts, agree within
