@@ -69,3 +69,20 @@ def test_a_gpu_bound_run_does_not_move():
     # Qwen3-30B-A3B is the most host-bound: most of its steady state is the host stall
     q30 = rep["MB 25.11 Qwen3-30B-A3B"]
     assert q30.parts_s["moe_host_s"] > 0.5 * q30.parts_s["steady_s"]
+
+
+def test_where_the_time_goes_shows_the_host_stall():
+    """A host-bound run's breakdown names the stall and still adds up to the iteration."""
+    from phaze.hardware.presets import get_accelerator, get_cluster
+    from phaze.placement import evaluate
+    from phaze.report.details import iteration_parts
+    from phaze.validation.moe import load_runs, run_model, run_plan
+
+    run = {r["case"]: r for r in load_runs()["runs"]}["MB 25.11 GPT-OSS-120B H100 BF16 (64 GPUs)"]
+    model = run_model(run)
+    ev = evaluate(run_plan(run, model), model, get_accelerator("h100-80g"), get_cluster("dgx-h100", 64),
+                  run["global_batch"]).to_dict()
+    parts = dict(iteration_parts(ev))
+    assert sum(parts.values()) == pytest.approx(ev["iteration_time_s"], rel=1e-9)
+    assert parts["MoE host-bound stall (bottleneck stage)"] > 0
+    assert all(v >= 0 for v in parts.values())
