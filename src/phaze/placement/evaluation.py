@@ -102,7 +102,8 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
                 raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
             c = costs[mode]
         acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
-                   activation_bytes=0.0, zero1_optimizer_bytes=0.0, moe_a2a_s=0.0, moe_imbalance_s=0.0)
+                   activation_bytes=0.0, zero1_optimizer_bytes=0.0, moe_a2a_s=0.0, moe_imbalance_s=0.0,
+                   moe_host_s=0.0)
         working, largest, sends, has_e, has_h = 0.0, 0.0, 0.0, False, False
         chunk_act = []
         for j, r in enumerate(plan.chunks_of(i)):
@@ -146,6 +147,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             activation_bytes=act_peak, working_bytes=working,
             in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
             optimizer_step_s=opt, moe_a2a_s=sums.moe_a2a_s, moe_imbalance_s=sums.moe_imbalance_s,
+            moe_host_s=sums.moe_host_s,
             zero_comm_s=mb_comm))
     pipeline = st.pipeline_time_s(T, m, v)
     tmax = max(T)

@@ -55,6 +55,9 @@ class LayerCost:
     # "where the iteration time goes"; 0 for dense layers)
     moe_a2a_s: float = 0.0
     moe_imbalance_s: float = 0.0
+    # of fwd_s + bwd_s, an MoE block's host-bound stall: the time the GPU waits for the host to issue the block's
+    # kernels beyond its own (``phaze.cost.moe_host``; 0 for dense layers and GPU-bound blocks)
+    moe_host_s: float = 0.0
 
     @property
     def zero1_optimizer_bytes(self) -> float:
@@ -169,7 +172,8 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
         from phaze.placement.moe_costs import moe_layer_costs, moe_time_parts
         if tm == "sequential":
             out = replace(out, block=replace(out.block, **moe_time_parts(model, setting, accelerator, tier, moe_net)))
-        out = moe_layer_costs(model, setting, out, times, optimizer, accelerator, weight_grads)
+        out = moe_layer_costs(model, setting, out, times, optimizer, accelerator, weight_grads,
+                              sequential=tm == "sequential")
     _CACHE[key] = out
     return out
 

@@ -55,7 +55,7 @@ def _blend(a, b, wa: float):
     return replace(a, fwd_s=mix("fwd_s"), bwd_s=mix("bwd_s"), params=round(mix("params")),
                    weight_bytes=mix("weight_bytes"), grad_bytes=mix("grad_bytes"), optimizer_bytes=opt,
                    activation_bytes=mix("activation_bytes"), working_bytes=max(a.working_bytes, b.working_bytes),
-                   moe_a2a_s=mix("moe_a2a_s"), moe_imbalance_s=mix("moe_imbalance_s"),
+                   moe_a2a_s=mix("moe_a2a_s"), moe_imbalance_s=mix("moe_imbalance_s"), moe_host_s=mix("moe_host_s"),
                    zero1_scale=zero1 / opt if opt else 1.0)
 
 
@@ -65,6 +65,7 @@ def _with_mtp(head, block, n: int):
     return replace(head, fwd_s=head.fwd_s + n * (block.fwd_s + head.fwd_s),
                    moe_a2a_s=head.moe_a2a_s + n * block.moe_a2a_s,
                    moe_imbalance_s=head.moe_imbalance_s + n * block.moe_imbalance_s,
+                   moe_host_s=head.moe_host_s + n * block.moe_host_s,
                    bwd_s=head.bwd_s + n * (block.bwd_s + head.bwd_s),
                    params=head.params + n * block.params, weight_bytes=head.weight_bytes + n * block.weight_bytes,
                    grad_bytes=head.grad_bytes + n * block.grad_bytes,
@@ -75,12 +76,26 @@ def _with_mtp(head, block, n: int):
                                 if head.optimizer_bytes + n * block.optimizer_bytes else 1.0))
 
 
-def moe_layer_costs(model, setting, costs, times: dict, optimizer: str, accelerator, weight_grads: dict):
+def host_bound(block, model, setting):
+    """The MoE ``block`` (a LayerCost, GPU-timed) as long as its host takes to issue it, if longer
+    (``phaze.cost.moe_host``: Megatron-Core's eager launches, one device-to-host sync per MoE layer)."""
+    from phaze.cost.moe_host import host_bound_block_s, moe_block_host_s
+
+    fwd, bwd, stall = host_bound_block_s(block.fwd_s, block.bwd_s,
+                                         moe_block_host_s(model.num_experts // setting.ep))
+    return replace(block, fwd_s=fwd, bwd_s=bwd, moe_host_s=stall) if stall > 0 else block
+
+
+def moe_layer_costs(model, setting, costs, times: dict, optimizer: str, accelerator, weight_grads: dict,
+                    sequential: bool = False):
     """``costs`` (a ``LayerCosts``, the MoE block as "block") with the dense blocks blended in and the MTP modules
-    on the head (``layer_costs`` calls this; the costs' own types are used, so this module imports none of it)."""
+    on the head (``layer_costs`` calls this; the costs' own types are used, so this module imports none of it).
+    ``sequential`` (a GPU running Megatron-Core): each MoE block takes at least its host time (``host_bound``)."""
     from phaze.cost.gpu_layer import grad_accumulate_s
     from phaze.workload.memory import layer_memory
 
+    if sequential:
+        costs = replace(costs, block=host_bound(costs.block, model, setting))
     block = costs.block
     n_moe = model.num_moe_layers
     if n_moe < model.num_layers:

@@ -245,6 +245,7 @@ class StageBreakdown:
     optimizer_step_s: float
     moe_a2a_s: float = 0.0  # of fwd_s + bwd_s: an MoE model's exposed dispatch/combine
     moe_imbalance_s: float = 0.0  # of fwd_s + bwd_s: the busiest EP rank's time beyond the mean's
+    moe_host_s: float = 0.0  # of fwd_s + bwd_s: MoE blocks' host-bound stall (phaze.cost.moe_host)
     zero_comm_s: float = 0.0  # ZeRO-2/3's per-microbatch gradient reduce-scatter / weight all-gathers, exposed
 
 

@@ -37,6 +37,7 @@ class StageSums:
     zero1_optimizer_bytes: object = None  # what ZeRO-1 divides over the d x cp ranks (None: optimizer_bytes)
     moe_a2a_s: object = 0.0  # of fwd_s + bwd_s: MoE dispatch/combine (exposed) and routing imbalance
     moe_imbalance_s: object = 0.0
+    moe_host_s: object = 0.0  # of fwd_s + bwd_s: the host-bound stall of MoE blocks (phaze.cost.moe_host)
     largest_layer_weight_bytes: object = 0.0  # ZeRO-3 gathers one layer at a time
 
     def optimizer_shard_bytes(self, dp: int, zero: int):
@@ -99,6 +100,7 @@ def stage_sums(c: LayerCosts, e, nb, h) -> StageSums:
                                  h * H.working_bytes),
         moe_a2a_s=e * E.moe_a2a_s + nb * B.moe_a2a_s + h * H.moe_a2a_s,
         moe_imbalance_s=e * E.moe_imbalance_s + nb * B.moe_imbalance_s + h * H.moe_imbalance_s,
+        moe_host_s=e * E.moe_host_s + nb * B.moe_host_s + h * H.moe_host_s,
         zero1_optimizer_bytes=(None if B.zero1_scale == 1.0 else
                                e * E.zero1_optimizer_bytes + nb * B.zero1_optimizer_bytes + h * H.zero1_optimizer_bytes),
     )

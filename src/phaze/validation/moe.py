@@ -130,8 +130,13 @@ def validate_moe(progress=None) -> MoeReport:
         ev = evaluate(plan, model, get_accelerator(run["accelerator"]), get_cluster(run["cluster"], run["devices"]),
                       run["global_batch"])
         meas = float(run["measured_iteration_time_s"])
+        b = ev.stages[ev.bottleneck_stage]
+        m = plan.num_microbatches
+        # the bottleneck stage's MoE parts over the iteration's microbatches (of steady_s): exposed all-to-all,
+        # routing imbalance, host-bound stall (phaze.cost.moe_host)
         parts = {"steady_s": ev.steady_s, "bubble_s": ev.bubble_s, "dp_allreduce_s": ev.dp_allreduce_s,
-                 "optimizer_step_s": ev.optimizer_step_s}
+                 "optimizer_step_s": ev.optimizer_step_s, "moe_a2a_s": m * b.moe_a2a_s,
+                 "moe_imbalance_s": m * b.moe_imbalance_s, "moe_host_s": m * b.moe_host_s}
         out.append(MoeResult(run["case"], plan.describe(), ev.iteration_time_s, meas,
                              (ev.iteration_time_s - meas) / meas * 100.0, ev.fits, ev.memory_bytes_per_device / 2**30,
                              ev.memory_capacity_bytes / 2**30, run["verified"], parts))
