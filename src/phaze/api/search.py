@@ -25,6 +25,9 @@ def reference_tdp_w(space) -> float | None:
     if space.template != "chip":
         return None
     p = float(peak_power_w(space.reference))
+    if space.reference_network is not None:  # its network's PHY too (issue 34 item 5)
+        from phaze.hardware.chip_network import network_power_w
+        p += float(network_power_w(space.reference_network))
     return p if math.isfinite(p) else None
 
 
@@ -186,7 +189,8 @@ def load_search(store: str):
         refs = reference_rows(refs, f"store {store}: reference")
         rows = chip_rows(s.rows(status="exact"), f"store {store}: row")
         statuses = [r.status for r in s.load().values()]
-        n_chips = len(stored_candidates(spec))
+        cands = stored_candidates(spec)
+        n_chips = len(cands)
         total = n_chips * len(spec["hbm_gib"])
         counts = {"candidates": total, "chips": n_chips, "hbm_sizes": len(spec["hbm_gib"])}
         for st in ("exact", "bounded", "infeasible"):
@@ -214,7 +218,12 @@ def load_search(store: str):
         why = {k: s.get_meta(k) or {} for k in ("wins_because", "tco", "fronts")} if explained else {}
     finally:
         s.close()
-    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model), **why)
+    nets = {}
+    if cands.networks:
+        from phaze.search.details import stored_space
+        nets = {"network": cands.network(best.chip).to_dict() if best is not None else None,
+                "reference_network": stored_space(spec).reference_network.to_dict()}
+    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model), **why, **nets)
 
 
 def exact_rows(store: str) -> list:

@@ -228,6 +228,14 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
     tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
     for j, (kind, direction) in enumerate(SLOTS):
         lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
+    c, tput = _plan_bounds(model, spec, setting, arch, cluster, lower)
+    return lower, upper, c, tput
+
+
+def _plan_bounds(model, spec, setting, arch, cluster, lower):
+    """The memory-only LayerCosts and the throughput upper bound [hbm, chip] of one setting from its lower
+    layer times [slot, chip] on ``cluster``."""
+    n = len(arch)
     c = memory_costs(model, setting, spec.optimizer)
     L = model.num_layers
     hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
@@ -251,27 +259,80 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
             k += 1
         if k:
             tput[hh] = spec.global_batch / best
-    return lower, upper, c, tput
+    return c, tput
+
+
+def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net, memo: dict):
+    """``setting_bounds`` of (chip, network) candidates (``net``: a ``NetworkCandidates``). Layer times: each
+    candidate's own network's, once per distinct tier the setting's tensor-parallel collectives cross (the
+    chips' compute ops costed once, ``memo``). Throughput bound: each chip's on ``net.fastest``, a network at
+    least as fast as every choice (``phaze.hardware.chip_network.at_least_as_fast``: no plan is slower on it),
+    so an upper bound for the chip on any of its networks; a bound of a slower network is never used for a
+    faster one. Each candidate's exact evaluation then bounds and plans on its own network (``exact``)."""
+    base, clusters, chip, netk = net.base, net.clusters, net.chip_index, net.network_index
+    n = len(chip)
+    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
+    tiers = [cl.tier_for_group(setting.tp) if setting.tp > 1 else cl.tiers[0] for cl in clusters]
+    classes: dict = {}
+    for k, t in enumerate(tiers):
+        classes.setdefault((t.bandwidth_Bps, t.latency_s, t.efficiency) if setting.tp > 1 else None, []).append(k)
+    layer_lo = {}
+    for key, ks in classes.items():
+        idx = np.flatnonzero(np.isin(netk, ks))
+        lo, up = _layer_bounds(model, setting, base, tiers[ks[0]], memo)
+        layer_lo[key] = lo
+        lower[:, idx], upper[:, idx] = lo[:, chip[idx]], up[:, chip[idx]]
+    fast = net.fastest.tier_for_group(setting.tp) if setting.tp > 1 else None
+    key = None if fast is None else (fast.bandwidth_Bps, fast.latency_s, fast.efficiency)
+    if key in classes:  # the fastest network's tier is one of the choices' (always at t = 1): its times again
+        lo = layer_lo[key]
+    else:
+        lo, _ = _layer_bounds(model, setting, base, fast, memo)
+    c, tput = _plan_bounds(model, spec, setting, base, net.fastest, lo)
+    return lower, upper, c, tput[:, chip]
+
+
+def _layer_bounds(model, setting, arch, tier, memo):
+    lo, up = np.zeros((len(SLOTS), len(arch))), np.zeros((len(SLOTS), len(arch)))
+    for j, (kind, direction) in enumerate(SLOTS):
+        lo[j], up[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
+    return lo, up
+
+
+@dataclass(frozen=True)
+class NetworkCandidates:
+    """What the bounds of (chip, network) candidates need: the distinct chips, each candidate's chip row and
+    network, and each network's cluster (``phaze.hardware.chip_network.network_cluster``)."""
+
+    base: ArchArrays
+    chip_index: np.ndarray
+    network_index: np.ndarray
+    clusters: tuple[Cluster, ...]
+    fastest: Cluster  # a network at least as fast as every choice (``phaze.hardware.chip_network.fastest``)
 
 
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                 cluster: Cluster) -> list[tuple]:
+                 cluster: Cluster, net: NetworkCandidates | None = None) -> list[tuple]:
     """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
-    share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once."""
+    share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once.
+    ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``)."""
     memo: dict = {}
+    if net is not None:
+        return [setting_bounds_networks(model, spec, s, net, memo) for s in settings]
     return [setting_bounds(model, spec, s, arch, cluster, memo) for s in settings]
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
-                 executor=None, on_setting=None) -> ModelBounds:
+                 executor=None, on_setting=None, net: NetworkCandidates | None = None) -> ModelBounds:
     """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized over chips;
     settings spread over ``executor`` when given, those with one (microbatch, t) together so that they share
-    their op costs). ``on_setting()`` is called as each setting finishes."""
+    their op costs). ``on_setting()`` is called as each setting finishes. ``net``: the candidates are (chip,
+    network) pairs, each bounded on its own network (``arch`` and ``cluster`` unused)."""
     settings = spec.settings(model)
     groups: dict[tuple[int, int], list[TrainSetting]] = {}
     for s in settings:
         groups.setdefault((s.microbatch_size, s.tp), []).append(s)
-    args = [(model, spec, tuple(g), arch, cluster) for g in groups.values()]
+    args = [(model, spec, tuple(g), arch, cluster, net) for g in groups.values()]
     tick = on_setting or (lambda: None)
     done: dict[TrainSetting, tuple] = {}
     if executor is None:

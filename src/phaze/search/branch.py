@@ -34,8 +34,10 @@ class BranchAndBound:
     """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
 
     def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
-                 cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None) -> None:
+                 cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None, clusters=()) -> None:
         self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
+        # with a network axis: each network's cluster (a candidate is evaluated on its own network's)
+        self.clusters = tuple(clusters)
         # per-candidate objective weight [HBM size, chip] (phaze.search.objective): score = throughput /
         # (reference x weight); a 1-D weight is the same at every HBM size
         w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
@@ -111,7 +113,10 @@ class BranchAndBound:
                 continue
             # chips share a bounded result only with equal lower-bound layer times AND equal weights (a chip of
             # equal times but a smaller weight, e.g. less area under perf-per-area, could score higher)
-            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]]).tobytes()
+            # ... and the same network: a bound found on one network never stands for a chip on another (a slower
+            # network's bounded chip says nothing of the same chip on a faster one)
+            net = [np.array([float(self.cands.network_index[c])])] if self.clusters else []
+            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]] + net).tobytes()
             if sig in self.bounded_sigs:
                 results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
                 shared.extend(results)
@@ -122,7 +127,8 @@ class BranchAndBound:
             models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
                            for b, r in zip(self.bounds, self.ref_tput))
-            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
+            cluster = self.clusters[int(self.cands.network_index[c])] if self.clusters else self.cluster
+            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms})
         return None

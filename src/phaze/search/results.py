@@ -281,13 +281,17 @@ class SearchResult:
     # {"winner" or reference chip name: TCO parts} and {axis: front points} (``phaze.search.fronts``)
     tco: dict = field(default_factory=dict)
     fronts: dict = field(default_factory=dict)
+    # the winner's and the reference's network (``ChipNetwork.to_dict``) when the space has a network axis
+    network: dict | None = None
+    reference_network: dict | None = None
 
     def to_dict(self) -> dict:
         return {"store": self.store, "spec": self.spec, "counts": self.counts,
                 "best": None if self.best is None else self.best.to_dict(),
                 "references": [r.to_dict() for r in self.references], "pareto": [r.to_dict() for r in self.pareto],
                 "wall_time_s": self.wall_time_s, "per_model": [r.to_dict() for r in self.per_model],
-                "wins_because": self.wins_because, "tco": self.tco, "fronts": self.fronts}
+                "wins_because": self.wins_because, "tco": self.tco, "fronts": self.fronts,
+                "network": self.network, "reference_network": self.reference_network}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "search result") -> "SearchResult":
@@ -299,7 +303,8 @@ class SearchResult:
                    chip_rows(_get(d, "pareto", (list,), where), f"{where} Pareto row"),
                    _get(d, "wall_time_s", _NUM, where),
                    chip_rows(_get(d, "per_model", (list,), where, required=False) or [], f"{where} per-model row"),
-                   *(_get(d, k, (dict,), where, required=False) or {} for k in ("wins_because", "tco", "fronts")))
+                   *(_get(d, k, (dict,), where, required=False) or {} for k in ("wins_because", "tco", "fronts")),
+                   *(_get(d, k, (dict, _NONE), where, required=False) for k in ("network", "reference_network")))
 
 
 assert [f.name for f in fields(ChipRow)][:14] == list(_ROW_KINDS)  # to_dict writes the store's column order
