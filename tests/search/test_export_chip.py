@@ -19,8 +19,12 @@ def test_exported_winner_re_evaluates_to_the_reported_throughput(tmp_path, suffi
     acc = get_accelerator(path)
     assert acc.name == "winner" and acc.num_tc == res.best.num_tc and acc.hbm_bytes == res.best.hbm_gib * 2**30
     o = res.best.outcomes[0]
-    ev = evaluate(Plan.from_dict(o.plan_json), TINY, acc, get_cluster(spec.cluster, spec.devices), spec.global_batch,
-                  schedule_time_limit_s=1.0)
+    # the chip file holds the chip; its network (issue 34 item 5) is the result's ``network``, on which it is scored
+    from phaze.hardware.chip_network import ChipNetwork, network_cluster
+    n = res.network
+    cluster = network_cluster(ChipNetwork(n["scale_up_chips"], n["scale_up_Bps"], n["topology"], n["scale_out_Bps"]),
+                              spec.devices) if n else get_cluster(spec.cluster, spec.devices)
+    ev = evaluate(Plan.from_dict(o.plan_json), TINY, acc, cluster, spec.global_batch, schedule_time_limit_s=1.0)
     assert ev.throughput_seq_per_s == pytest.approx(o.throughput_seq_per_s, rel=1e-9)
     assert not (tmp_path / f"winner{suffix}.part").exists()
 

@@ -47,8 +47,15 @@ def test_pruned_search_equals_brute_force(pruned_and_brute):
 def test_vectorized_bound_never_below_exact(pruned_and_brute):
     _, b, _ = pruned_and_brute
     s = spec()
-    cands = enumerate_space(SPACE)
-    mb = model_bounds(TINY, s, cands.arch, get_cluster(s.cluster, s.devices))
+    from phaze.hardware.chip_network import fastest, network_cluster
+    from phaze.search.bounds import NetworkCandidates
+    from phaze.search.objective import search_candidates
+    from phaze.search.run import candidate_clusters
+
+    cands = search_candidates(s.space, s.tdp_w, s.objective)  # (chip, network) pairs, as the search numbers them
+    net = NetworkCandidates(cands.base, cands.chip_index, cands.network_index, candidate_clusters(s, cands),
+                            network_cluster(fastest(cands.networks), s.devices))
+    mb = model_bounds(TINY, s, None, None, net=net)
     ref = b.references[0].best_seq_per_s
     for r in Store.open_existing(b.store).rows():
         h = s.hbm_gib.index(r["hbm_gib"])

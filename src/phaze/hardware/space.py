@@ -114,6 +114,10 @@ class DesignSpace:
                          (DEFAULT_NETWORK_AXES[f] if self.template == "chip" else ())) for f in _NET_FIELDS}
         for f, v in vals.items():
             object.__setattr__(self, f, tuple(dict.fromkeys(v)))
+        if self.template != "chip" and vals == DEFAULT_NETWORK_AXES:  # a chip space replaced to the paper's template
+            vals = {f: () for f in _NET_FIELDS}
+            for f in _NET_FIELDS:
+                object.__setattr__(self, f, ())
         given = [f for f in _NET_FIELDS if vals[f]]
         if given and len(given) != len(_NET_FIELDS):
             missing = ", ".join(f for f in _NET_FIELDS if not vals[f])
@@ -123,6 +127,10 @@ class DesignSpace:
             raise ConfigError("design space: the network axes need the chip template (the paper's template has no "
                               "area or power model for a PHY); drop the net_* fields or the paper template")
         network_axis(self)  # every value checked (ChipNetwork's one-line errors)
+
+    def without_network(self) -> "DesignSpace":
+        """The same chips with no network axis (every chip on the search's --cluster, or a caller's network)."""
+        return replace(self, **{f: () for f in _NET_FIELDS})
 
     @property
     def has_network_axis(self) -> bool:

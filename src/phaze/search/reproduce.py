@@ -150,7 +150,11 @@ def _power(model, accelerator: Accelerator, evaluation, cluster) -> dict:
 
 def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
                     quiet: bool, executor, prog: Progress) -> tuple[list[ReproduceRow], dict]:
-    cluster = get_cluster(spec.cluster, spec.devices)
+    from phaze.search.objective import search_candidates
+    from phaze.search.run import reference_cluster
+
+    # the fixed chips (TPUv4-like, Spotlight-style) are on the reference's network (TPU v4's ICI with a network axis)
+    cluster = reference_cluster(spec, get_cluster(spec.cluster, spec.devices))
     res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
                      executor=executor, why=False)
     ref = res.references[0]
@@ -158,7 +162,7 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)
     rows = []
     b = res.best
-    cands = enumerate_space(spec.space)
+    cands = search_candidates(spec.space, spec.tdp_w, spec.objective)  # the winner's numbering
     if b is not None:
         o = b.outcomes[0]
         acc = cands.arch.accelerator(b.chip, name=f"phaze-{model.name}")
@@ -188,8 +192,8 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                              None, None, None, None, pp["bound"], area_split(tpu)))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")
-    sp = spotlight_search(model, cands, seed=seed, samples=samples, executor=executor,
-                          on_sample=lambda n: prog.update(n))
+    sp = spotlight_search(model, enumerate_space(spec.space.without_network()), seed=seed, samples=samples,
+                          executor=executor, on_sample=lambda n: prog.update(n))
     prog.done(f"best {sp.value:.4g} {'J s' if sp.objective == 'edp' else 's'} per pass, chip {sp.index}")
     prog.note(f"{model.name}: best and paper plans of the Spotlight-style chip on HBM "
               f"{'/'.join(map(str, spec.hbm_gib))} GiB")
@@ -312,10 +316,12 @@ def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLE
     if len(spec.models) != 1:
         raise ConfigError("--baseline spotlight optimises one chip for one model's layers; give one --model")
     model = spec.models[0]
-    cands = enumerate_space(spec.space)
+    from phaze.search.run import reference_cluster
+
+    cands = enumerate_space(spec.space.without_network())  # chips only: it is scored on the reference's network
     _check(cands, samples, min(10, samples), objective)
     t0 = time.perf_counter()
-    cluster = get_cluster(spec.cluster, spec.devices)
+    cluster = reference_cluster(spec, get_cluster(spec.cluster, spec.devices))
     prog = Progress(quiet, prefix="phaze search")
     executor = make_executor("local", workers)
     try:
