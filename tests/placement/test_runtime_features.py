@@ -121,8 +121,32 @@ def test_tp_overlap_between_no_comm_and_blocking():
 def test_tp_overlap_needs_sequence_parallelism():
     with pytest.raises(ConfigError, match="sequence parallelism"):
         TrainSetting(1, 2048, 8, False, "none", runtime=PAPER_RUNTIME.with_(tp_overlap=True))
-    with pytest.raises(ConfigError, match="sequence-parallel"):
-        api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, api.PlanShape(tp=8, pp=8, dp=1, mbs=1), runtime=api.Runtime(tp_overlap=True))
+    # TP overlap is on by default: a plan without sequence parallelism runs its TP collectives blocking
+    e = api.evaluate_plan("gpt3-175b", "h100-80g", 64, 64, api.PlanShape(tp=8, pp=8, dp=1, mbs=1),
+                          runtime=api.Runtime(tp_overlap=True))
+    assert api.Runtime().tp_overlap and not e.plan.tp_overlap
+
+
+def test_overlaps_are_on_by_default_and_flags_turn_them_off(capsys):
+    """Best practice by default (issue 35 item 5): TP and DP overlap on, --no-tp-overlap / --no-dp-overlap turn
+    them off and cost more; --tp-overlap asked for without sequence parallelism is one line, exit 2."""
+    import json
+
+    from clirunner import run_phaze
+    base = ("evaluate", "--model", "gpt3-175b", "--accelerator", "h100-80g", "--devices", "128", "--global-batch",
+            "64", "--tp", "8", "--pp", "8", "--dp", "2", "--mbs", "1", "--sequence-parallel", "--zero", "1", "--json")
+    runs = {}
+    for extra in ((), ("--no-tp-overlap",), ("--no-dp-overlap",)):
+        code, out, err = run_phaze(capsys, *base, *extra)
+        assert code == 0, err
+        runs[extra] = json.loads(out)
+    on = runs[()]
+    assert on["tp_overlap"] and on["dp_overlap"]
+    assert not runs[("--no-tp-overlap",)]["tp_overlap"] and not runs[("--no-dp-overlap",)]["dp_overlap"]
+    assert runs[("--no-tp-overlap",)]["iteration_time_s"] > on["iteration_time_s"]
+    assert runs[("--no-dp-overlap",)]["iteration_time_s"] > on["iteration_time_s"]
+    code, out, err = run_phaze(capsys, *[a for a in base if a != "--sequence-parallel"], "--tp-overlap")
+    assert code == 2 and "--sequence-parallel" in err and "Traceback" not in err and err.count("\n") == 1
 
 
 def test_dp_overlap_exposes_at_least_the_last_bucket():

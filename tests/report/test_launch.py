@@ -118,7 +118,7 @@ def test_one_validation_model_best_plan_emits_framework_names():
     assert a[a.index("--seq-length") + 1] == str(m.seq_len)
 
 
-RT = Runtime()
+RT = Runtime(tp_overlap=False, dp_overlap=False)  # the overlaps off: each test turns on what it checks
 
 
 def _plan(**kw):

@@ -18,7 +18,7 @@ def _each(res):
         yield ChipRow, r
         for o in r.outcomes:
             yield Outcome, o
-    for ref in res.references:
+    for ref in res.references + res.real_references:
         yield ReferenceRow, ref
         if ref.at_best_hbm is not None:
             yield AtHbm, ref.at_best_hbm
@@ -51,6 +51,7 @@ def test_to_dict_is_the_stored_row(tiny_search):
         assert explained["best"] == res.best.to_dict()
         assert explained["pareto"] == [r.to_dict() for r in res.pareto]
         assert s.get_meta("references") == [r.to_dict() for r in res.references]
+        assert s.get_meta("real_references") == [r.to_dict() for r in res.real_references]
     finally:
         s.close()
 

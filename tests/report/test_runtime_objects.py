@@ -90,7 +90,7 @@ def test_plan_report_gantt_uses_the_plans_runtime(small_plan):
 
     result, a = small_plan
     plan = result.best.plan
-    assert plan.runtime == Runtime() and plan.attention == "flash"
+    assert plan.runtime == Runtime().for_shape(plan.tp, plan.sequence_parallel) and plan.attention == "flash"
     model, acc = get_model(a["model"]), get_accelerator(a["accelerator"])
     cluster = get_cluster("flat-4gib", a["devices"])
     d = plan_detail(model, acc, cluster, a["global_batch"], plan, devices_given=a["devices"],

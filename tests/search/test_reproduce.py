@@ -30,7 +30,11 @@ def test_rows_cover_every_chip_and_plan(tiny_run):
         assert r.ratio_to_tpuv4_like == pytest.approx(r.throughput_seq_per_s / ref)
     assert by[("spotlight", "best")].evaluated == 15  # samples
     assert by[("phaze", "best")].evaluated >= 1 and by[("phaze", "best")].search_wall_s > 0
-    assert by[("phaze", "best")].schedules_not_optimal == 0 and by[("spotlight", "best")].schedules_not_optimal == 0
+    # a layer schedule re-timed under shared GLB/HBM bandwidth is proven optimal only when it meets its lower
+    # bound (phaze.schedule.bandwidth), so some may count as not proven; never more than were solved
+    for role in ("phaze", "spotlight"):
+        r = by[(role, "best")]
+        assert 0 <= r.schedules_not_optimal <= r.schedules_solved
     for r in tiny_run.rows:  # the chip model has power: every chip with a fitting plan reports it
         assert (r.power_w is not None and r.power_w > 0) == (r.throughput_seq_per_s > 0), r
 

@@ -258,6 +258,43 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     assert at.best_seq_per_s == pytest.approx(want, rel=1e-12)
 
 
+def test_the_real_tpuv4_is_the_second_reference(pruned_and_brute):
+    """Issue 34 item 2: the winner is also compared with the real TPU v4 (``tpuv4``), at its own 32 GiB and at the
+    winner's HBM; ``gains`` are the winner's throughput over each, computed here from the rows by hand."""
+    from dataclasses import replace
+
+    from phaze.hardware.presets import TPUV4
+    from phaze.search.run import fixed_chip_plan
+    from phaze.units import GiB
+
+    a, _, _ = pruned_and_brute
+    s = spec()
+    assert s.space.real_reference == TPUV4
+    (real,) = a.real_references
+    assert real.chip_name == "tpuv4" and real.hbm_gib == 32
+    cluster = get_cluster(s.cluster, s.devices)
+    want = fixed_chip_plan(s.models[0], TPUV4, s, cluster).best.throughput_seq_per_s
+    assert real.best_seq_per_s == pytest.approx(want, rel=1e-12)
+    at = real.at_best_hbm
+    assert at.hbm_gib == a.best.hbm_gib
+    bigger = replace(TPUV4, hbm_bytes=int(at.hbm_gib * GiB))
+    assert at.best_seq_per_s == pytest.approx(
+        fixed_chip_plan(s.models[0], bigger, s, cluster).best.throughput_seq_per_s, rel=1e-12)
+    (g,) = a.gains()
+    tput = a.best.outcomes[0].throughput_seq_per_s
+    ref = a.references[0]
+    assert g["vs"] == {"tpuv4-like": pytest.approx(tput / ref.best_seq_per_s),
+                       "tpuv4": pytest.approx(tput / real.best_seq_per_s)}
+    assert g["vs_equal_hbm"] == {"tpuv4-like": pytest.approx(tput / ref.at_best_hbm.best_seq_per_s),
+                                 "tpuv4": pytest.approx(tput / at.best_seq_per_s)}
+    assert a.to_dict()["gains"] == a.gains() and a.to_dict()["real_references"] == [real.to_dict()]
+
+
+def test_the_paper_space_has_no_second_reference():
+    from phaze.hardware.space import PAPER_SPACE
+    assert PAPER_SPACE.real_reference is None
+
+
 def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
     from phaze.search.run import reference_at_hbm, references
     from phaze.units import GiB

@@ -9,7 +9,7 @@ from test_search import spec
 
 
 def test_fingerprint_carries_the_cost_model_revision():
-    assert spec().fingerprint()["cost_model"] == CHIP_COST_MODEL_REVISION >= 3
+    assert spec().fingerprint()["cost_model"] == CHIP_COST_MODEL_REVISION >= 4
 
 
 def test_a_store_from_before_is_refused_on_resume(tmp_path):

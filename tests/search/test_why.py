@@ -38,8 +38,9 @@ def searched(tmp_path_factory):
 
 def test_steps_multiply_to_the_total_and_each_is_a_real_evaluation(searched):
     s, res = searched
-    (name, steps), = res.wins_because.items()
-    assert name == s.space.reference.name
+    assert set(res.wins_because) <= {s.space.reference.name, s.space.real_reference.name}
+    assert s.space.reference.name in res.wins_because
+    steps = res.wins_because[s.space.reference.name]
     total = res.best.outcomes[0].throughput_seq_per_s / res.references[0].best_seq_per_s
     assert math.prod(st["speedup"] for st in steps) == pytest.approx(total, rel=1e-12)
     assert steps[-1]["cumulative"] == pytest.approx(total, rel=1e-12) == pytest.approx(res.best.score, rel=1e-12)
@@ -74,6 +75,28 @@ def test_one_differing_resource_gives_one_non_1_step():
     assert ratio != pytest.approx(1.0, rel=1e-6)  # the hand case really moves the throughput
     assert moved[0]["speedup"] == pytest.approx(ratio, rel=1e-12)
     assert all(st["note"] for st in steps if st is not moved[0])  # every other step says why it is 1
+
+
+def test_prefetched_steps_on_an_executor_equal_the_sequential_decomposition():
+    """wins_because with the search's pool (every intermediate chip of ``step_chips`` evaluated ahead, through
+    ``chip_throughput``) gives the same steps as one chip after another here; the chain ends at the winner."""
+    from dataclasses import asdict
+
+    from phaze.search.executor import InlineExecutor
+    from phaze.search.why import step_chips
+
+    s = spec()
+    winner = replace(TPUV4_LIKE, num_vc=8, glb_bytes=TPUV4_LIKE.glb_bytes // 2, name="winner")
+    chain = step_chips(TPUV4_LIKE, winner)
+    assert len(chain) == 2  # vector lanes, then GLB size
+    assert {k: v for k, v in asdict(chain[-1]).items() if k != "name"} == \
+        {k: v for k, v in asdict(winner).items() if k != "name"}
+    cluster = get_cluster(s.cluster, s.devices)
+    seq = wins_because(s, cluster, winner, {"tpuv4-like": TPUV4_LIKE})
+    pooled = wins_because(s, cluster, winner, {"tpuv4-like": TPUV4_LIKE}, executor=InlineExecutor())
+    assert pooled == seq
+    assert [st["resource"] for st in seq["tpuv4-like"] if st["changed"]] == \
+        ["vector lanes (vector cores x lanes)", "GLB size"]
 
 
 def test_an_unevaluable_step_is_merged_with_the_next():

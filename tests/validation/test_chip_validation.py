@@ -147,18 +147,19 @@ def _goal_reason() -> str:
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 7.4% mean, 98.8% max over 96 cases, 91 within 15%;
+    """README's trust table and docs/chip-validation.md: 5.9% mean, 98.8% max over 96 cases, 89 within 15%;
     the worst `256x256 gpt2-xl.scores mb1 @4096B/c` at +98.8% (one weight tile per output: ZigZag writes
     the final sums at 16 bits into the rate-limited accumulator, phaze at 32). A change of any of these
     (better or worse) must update the docs; the goal itself is the strict xfail below."""
-    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 91)
-    assert round(report.zigzag_mean_abs_pct, 1) == 7.4 and round(report.zigzag_max_abs_pct, 1) == 98.8
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 89)
+    assert round(report.zigzag_mean_abs_pct, 1) == 5.9 and round(report.zigzag_max_abs_pct, 1) == 98.8
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
     assert worst.name == "256x256 gpt2-xl.scores mb1 @4096B/c" and round(worst.zigzag_error_pct, 1) == 98.8
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
     assert misses == ["128x256 gpt3.scores mb1 N/2 @4096B/c", "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @4096B/c",
                       "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c", "256x256 gpt2-xl.scores mb1 @4096B/c",
-                      "256x256 gpt3.scores mb1 @512B/c"]
+                      "256x256 gpt3.scores mb1 @512B/c", "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @16B/c",
+                      "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c"]
     assert not report.goal_met
 
 
@@ -240,21 +241,22 @@ def test_shared_banks_by_hand_on_the_miss_case(monkeypatch):
     assert phaze_cycles(c) > 8 * 16384
     monkeypatch.setattr(gc, "acc_row_rate", lambda a: np.ones(len(a)))
     assert (c["m"], c["k"], c["n"], c["rows"], c["cols"]) == (2048, 128, 2048, 256, 256)
-    # the tensor core's share of the 512 B/cycle: (R + C) x 2 B against the one-lane vector core's 2 x 1 x 2 B
-    b = 512 * 1024 / 1028
+    # the GEMM runs alone, so it has all 512 B/cycle (issue 34 item 1e; until then the idle one-lane vector
+    # core's fixed slice kept 4/1028 of it)
+    b = 512
     w_tile, out_pass, in_pass = 128 * 256 * 2, 2048 * 256 * 2, 2048 * 128 * 2  # bytes per pass (column block)
     # 8 passes (column blocks of 256) of 2048 rows; K = 128 fills one weight tile; the accumulator (2048 rows)
     # holds one pass, so pass j's outputs leave during pass j + 1; each block's 64 KiB tile fits the
     # operand buffer, but the 8 blocks have different weights: each pass loads a whole tile (the next one)
-    first = 2048                                      # pass 1: max(2048 rows, (inputs + a tile) / b = 1157)
-    middle = (in_pass + w_tile + out_pass) / b       # passes 2-8 also carry the previous pass's outputs: 3212
+    first = 2048                                      # pass 1: max(2048 rows, (inputs + a tile) / b = 1152)
+    middle = (in_pass + w_tile + out_pass) / b       # passes 2-8 also carry the previous pass's outputs: 3200
     fixed = 128 + (128 + 256 - 2)                     # the first weight tile's rows and one fill/drain
     ends = (w_tile / b - 128) + out_pass / b          # the first tile's bytes beyond its 128 cycles, the last drain
     hand = first + 7 * middle + fixed + ends
     assert phaze_cycles(c) == pytest.approx(hand, rel=1e-9)
-    assert round(hand) == 27102
+    assert round(hand) == 27006
     floor = (8 * in_pass + 8 * w_tile + 8 * out_pass) / b  # all GLB bytes at the full rate
-    assert floor == pytest.approx(25700, abs=1) and phaze_cycles(c) > floor
+    assert floor == pytest.approx(25600, abs=1) and phaze_cycles(c) > floor
 
     def static(x, whole_port_cycles):
         """The same schedule with x of the 16 banks serving only the input stream, 16 - x weights and outputs
@@ -266,7 +268,7 @@ def test_shared_banks_by_hand_on_the_miss_case(monkeypatch):
 
     best = min(range(1, 16), key=lambda x: static(x, False))
     assert best == 5 and round(static(5, False)) == 29761
-    assert phaze_cycles(c) < 0.92 * static(5, False)  # the best static split is 9.8% slower than shared banks
+    assert phaze_cycles(c) < 0.92 * static(5, False)  # the best static split is 10.2% slower than shared banks
     # a transfer in whole port cycles (ZigZag's ports): a 256 B row takes 2 cycles of any port under 8 banks
     assert min(range(1, 16), key=lambda x: static(x, True)) == 4
     # ZigZag's run with 4 of 16 banks for inputs agrees with this count within 5% (34,986 vs 36,051)

@@ -79,7 +79,8 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
     check_moe(m, runtime, shape.ep, shape.etp, group=tp * cp * dp)
     check_zero(m, shape.zero)
     sp = shape.sequence_parallel and tp > 1
-    runtime.check_shape(tp=tp, sequence_parallel=sp, cp=cp, what="--cp: " if cp > 1 else "")
+    # TP overlap is on by default and runs only where there is sequence parallelism (``Runtime.for_shape``)
+    runtime.for_shape(tp, sp).check_shape(tp=tp, sequence_parallel=sp, cp=cp, what="--cp: " if cp > 1 else "")
     if tp * pp * dp * cp > devices:
         what = "tp*pp*cp*dp" if cp > 1 else "tp*pp*dp"
         raise InfeasibleError(f"the plan needs {what} = {tp * pp * dp * cp} devices but --devices is {devices}")
@@ -226,8 +227,8 @@ def evaluate_args(plan) -> list[str]:
     out += ["--attention", rt.attention, "--precision", rt.precision, "--grad-dtype", rt.grad_dtype,
             "--optimizer-state", rt.optimizer_state,
             "--memory-reserve-gib", repr(rt.memory_reserve_bytes / 2**30)]
-    out += ["--tp-overlap", "--tp-overlap-config", rt.tp_overlap_config] if rt.tp_overlap else []
-    out += ["--dp-overlap"] if rt.dp_overlap else []
+    out += ["--tp-overlap", "--tp-overlap-config", rt.tp_overlap_config] if rt.tp_overlap else ["--no-tp-overlap"]
+    out += ["--dp-overlap"] if rt.dp_overlap else ["--no-dp-overlap"]
     out += ["--deterministic"] if rt.deterministic else []
     out += ["--no-grad-accum-fusion"] if not rt.grad_accum_fusion else []
     if rt.moe_dispatcher != default.moe_dispatcher:

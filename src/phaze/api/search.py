@@ -1,7 +1,7 @@
 """The public API's search-stage calls: the co-search, the Spotlight-style baseline, the paper's comparison
 (reproduce), a store's results and what a search assumes. A search's setting is the fields of ``SearchSpec``
 (devices, global_batch, microbatch_sizes, tp_values, hbm_gib, recompute_modes, cluster, pareto, objective,
-tdp_w), given by name and checked once in ``search_spec``."""
+tdp_w) and the plan space (``plan_space``: "full" or "paper"), given by name and checked once in ``search_spec``."""
 from __future__ import annotations
 
 from phaze.api.resolve import check_html_path, check_ranges, resolve_model, with_seq
@@ -32,14 +32,18 @@ def reference_tdp_w(space) -> float | None:
 
 
 def search_spec(models, space: str = "default", budget_mm2: float | None = None, seq_len: int | None = None,
-                **setting):
+                plan_space: str | None = None, **setting):
     """The SearchSpec ``search`` runs (every input checked; no work done). ``setting``: ``SETTING_FIELDS`` by
     name (defaults: ``SearchSpec``'s, the paper's setting). ``seq_len``: every model's training sequence length
-    replaced by it (default: each model's own)."""
+    replaced by it (default: each model's own). ``plan_space``: "full" (what ``plan`` searches on GPUs, where a
+    designed chip can run it: ``phaze.search.spec.CHIP_RUNTIME``) or "paper" (``PAPER_PLAN_SPACE``); default:
+    the paper's for ``space="paper"``, else full. ``recompute_modes`` None: the plan space's default (every
+    mode in the full space, none/full in the paper's)."""
     from phaze.errors import InfeasibleError
     from phaze.hardware.presets import get_cluster
     from phaze.hardware.space import enumerate_space, resolve_space
     from phaze.search import SearchSpec
+    from phaze.search.spec import PLAN_SPACES, default_plan_space
 
     check_ranges(seq=seq_len)
     unknown = sorted(set(setting) - set(SETTING_FIELDS))
@@ -52,8 +56,11 @@ def search_spec(models, space: str = "default", budget_mm2: float | None = None,
             setting[k] = tuple(setting[k])
     check_ranges(budget_mm2=budget_mm2, devices=setting.get("devices"), global_batch=setting.get("global_batch"))
     ds = resolve_space(space, budget_mm2)
+    if plan_space is not None and plan_space not in PLAN_SPACES:
+        raise ConfigError(f"--plan-space: unknown plan space {plan_space!r}; use {' or '.join(PLAN_SPACES)}")
     spec = SearchSpec(models=tuple(with_seq(resolve_model(m), seq_len) for m in models), space=ds,
-                      space_name=str(space), tdp_w=reference_tdp_w(ds) if tdp == "reference" else tdp, **setting)
+                      space_name=str(space), tdp_w=reference_tdp_w(ds) if tdp == "reference" else tdp,
+                      plan_space_name=plan_space or default_plan_space(ds), **setting)
     get_cluster(spec.cluster, spec.devices)  # an unknown cluster fails here, before any work
     cands = enumerate_space(ds)
     if len(cands) == 0:
@@ -187,6 +194,7 @@ def load_search(store: str):
         if not spec or refs is None:
             raise ConfigError(f"store {store} holds no finished reference evaluation yet; run or --resume the search")
         refs = reference_rows(refs, f"store {store}: reference")
+        reals = reference_rows(s.get_meta("real_references") or [], f"store {store}: TPU v4 reference")
         rows = chip_rows(s.rows(status="exact"), f"store {store}: row")
         statuses = [r.status for r in s.load().values()]
         cands = stored_candidates(spec)
@@ -223,7 +231,8 @@ def load_search(store: str):
         from phaze.search.details import stored_space
         nets = {"network": cands.network(best.chip).to_dict() if best is not None else None,
                 "reference_network": stored_space(spec).reference_network.to_dict()}
-    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model), **why, **nets)
+    return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model),
+                        real_references=reals, **why, **nets)
 
 
 def exact_rows(store: str) -> list:

@@ -58,9 +58,10 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", choices=("fp16", "bf16", "fp8"), default=rt.precision,
                    help="GEMM number format; fp8 runs the blocks' linear layers on FP8 tensor cores "
                         f"(Transformer Engine; H100) (default: {rt.precision})")
-    p.add_argument("--tp-overlap", action="store_true",
+    p.add_argument("--tp-overlap", action=argparse.BooleanOptionalAction, default=None,
                    help="overlap tensor-parallel all-gathers / reduce-scatters with the GEMMs they feed "
-                        "(Transformer Engine userbuffers; plans with sequence parallelism) (default: off)")
+                        "(Transformer Engine userbuffers; plans with sequence parallelism); --no-tp-overlap turns it "
+                        "off (default: on, as current Megatron-Core / NeMo recipes; off with --deterministic)")
     p.add_argument("--tp-overlap-config", default=DEFAULT_TP_OVERLAP_CONFIG, metavar="NAME",
                    help="the userbuffers configuration of --tp-overlap: which TE method and how many SMs each "
                         "overlap uses, as the framework was set up (not searched); te-default for runs that name "
@@ -85,10 +86,11 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
                    help="as Megatron-LM's --no-gradient-accumulation-fusion: each wgrad GEMM writes a fresh "
                         "16-bit gradient that is then added into the gradient buffer, instead of accumulating "
                         "into it in the GEMM; not searched by plan (default: off, the GEMMs accumulate)")
-    p.add_argument("--dp-overlap", action="store_true",
+    p.add_argument("--dp-overlap", action=argparse.BooleanOptionalAction, default=None,
                    help="overlap the data-parallel gradient reduce with the backward pass, bucketed, and with "
-                        "ZeRO-1/2 the parameter all-gather with the next forward, ZeRO-3 the gathers with the compute before "
-                        "them (default: off)")
+                        "ZeRO-1/2 the parameter all-gather with the next forward, ZeRO-3 the gathers with the compute "
+                        "before them; --no-dp-overlap turns it off (default: on, as current Megatron-Core / NeMo "
+                        "recipes)")
     p.add_argument("--memory-reserve-gib", type=float, default=None,
                    help="GiB per device no plan may use (CUDA context, NCCL buffers, allocator "
                         f"fragmentation) (default: {rt.memory_reserve_bytes / 2**30:g})")
@@ -275,8 +277,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                              "up to the model's max_tp)")
     p.add_argument("--hbm-gib", type=_int_list, default=(32, 64, 80), help="HBM sizes per chip in GiB "
                                                                             "(default: 32,64,80)")
-    p.add_argument("--recompute", type=_str_list, default=("none", "full"),
-                   help="recompute modes (default: none,full)")
+    p.add_argument("--recompute", type=_str_list, default=None,
+                   help="recompute modes (default: none,selective,full in the full plan space, none,full in the "
+                        "paper's)")
+    p.add_argument("--plan-space", choices=("paper", "full"), default=None,
+                   help="each chip's plans: 'full' (what `phaze plan` searches on GPUs, where a designed chip can "
+                        "run it: every interleaving, sequence parallelism, ZeRO 0-3, a recompute mode per "
+                        "pipeline stage, the gradient reduce overlapped; standard attention and no TP overlap, "
+                        "which the chip model cannot cost) or 'paper' (v = 1, no sequence parallelism, no ZeRO, "
+                        "one recompute mode per plan) (default: paper with --space paper, else full)")
     p.add_argument("--cluster", default="flat-4gib", help="network: flat-4gib (the paper's one 4 GiB/s network), "
                                                           "dgx-a100 or dgx-h100 (default: flat-4gib)")
     p.add_argument("--store", default="phaze-results.db", help="SQLite file for results (default: phaze-results.db)")

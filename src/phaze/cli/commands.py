@@ -171,9 +171,11 @@ def _runtime(args) -> Runtime:
     """The runtime flags as one Runtime (its own checks: one line each)."""
     kw = dict(attention=args.attention, precision=args.precision, tp_overlap=args.tp_overlap,
               tp_overlap_config=args.tp_overlap_config, grad_dtype=args.grad_dtype,
-              optimizer_state=args.optimizer_state, dp_overlap=args.dp_overlap, deterministic=args.deterministic,
+              optimizer_state=args.optimizer_state, deterministic=args.deterministic,
               grad_accum_fusion=not args.no_grad_accum_fusion, moe_dispatcher=args.moe_dispatcher,
               moe_routing=args.moe_routing, moe_a2a_overlap=args.moe_a2a_overlap)
+    if args.dp_overlap is not None:
+        kw["dp_overlap"] = args.dp_overlap
     if args.memory_reserve_gib is not None:
         kw["memory_reserve_bytes"] = args.memory_reserve_gib * 2**30  # GiB
     return Runtime(**kw)
@@ -323,6 +325,9 @@ def _zero_stage(args) -> int:
 
 def cmd_evaluate(args) -> int:
     _check_figure_args(args)
+    if args.tp_overlap and args.tp > 1 and not args.sequence_parallel:  # asked for, not the default
+        raise ConfigError("--tp-overlap needs sequence parallelism (Transformer Engine overlaps the all-gather / "
+                          "reduce-scatter pairs of SP); add --sequence-parallel")
     shape = api.PlanShape(args.tp, args.pp, args.dp, args.mbs, args.interleave, args.recompute,
                           args.sequence_parallel, _zero_stage(args), args.cp, args.ep, args.etp,
                           tuple(args.stage_layers) if args.stage_layers else None)
@@ -466,7 +471,7 @@ def _search_kw(args) -> dict:
                 global_batch=args.global_batch, microbatch_sizes=args.mbs, tp_values=args.tp, hbm_gib=args.hbm_gib,
                 recompute_modes=args.recompute, cluster=args.cluster, pareto=args.pareto,
                 objective=getattr(args, "objective", None) or "throughput", tdp_w=_tdp(getattr(args, "tdp_w", "reference")),
-                seq_len=getattr(args, "seq", None))
+                seq_len=getattr(args, "seq", None), plan_space=getattr(args, "plan_space", None))
 
 
 def _search_and_report(args, kw: dict, store: str, html: str | None, plot: str | None = None) -> int:
@@ -580,9 +585,9 @@ def cmd_demo(args) -> int:
 
     d = tempfile.mkdtemp(prefix="phaze-demo-")
     if not args.json:
-        print("phaze demo: co-search of gpt2-xl over the default space (the paper's setting); its HTML report "
-              f"goes to {os.path.join(d, 'demo.html')}", flush=True)
+        print("phaze demo: co-search of gpt2-xl over the default space (the paper's setting, each chip's plans in "
+              f"the full plan space); its HTML report goes to {os.path.join(d, 'demo.html')}", flush=True)
     kw = dict(models=("gpt2-xl",), space="default", budget_mm2=None, devices=1024, global_batch=4096,
-              microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80), recompute_modes=("none", "full"),
-              cluster="flat-4gib", pareto=False)
+              microbatch_sizes=(1, 2, 4, 8), tp_values=None, hbm_gib=(32, 64, 80), recompute_modes=None,
+              cluster="flat-4gib", pareto=False, plan_space="full")
     return _search_and_report(args, kw, os.path.join(d, "demo.db"), os.path.join(d, "demo.html"))

@@ -265,11 +265,14 @@ def _stack(o: dict, n: int) -> np.ndarray:
     compute-bound (then the tile-by-tile time is the array's time)."""
     d = o["drain_tiles"]
     o = dict(o, events=o["events"] * d, drain_tiles=o["reg_mb"] + o["out"] / d)
-    rows = [np.broadcast_to(np.asarray(o[f], np.float64), (n,)) for f in FIELDS]
-    f = dict(zip(FIELDS, rows))
+    out = np.empty((len(FIELDS) + 2, n))
+    for i, name in enumerate(FIELDS):
+        out[i] = o[name]  # a scalar fills its row (cheaper than broadcast_to per field)
+    f = dict(zip(FIELDS, out))
     crit = np.maximum(f["reg_mb"], np.where(f["events"] > 0, f["drain_tiles"], 0.0)) / f["cyc_mb"]
-    crit = np.maximum(crit, np.where(f["n_rem"] > 0, f["reg_rem"] / np.maximum(f["cyc_rem"], 1.0), 0.0))
-    return np.stack(rows + [crit, f["n_mb"] - f["events"]])
+    out[BCRIT] = np.maximum(crit, np.where(f["n_rem"] > 0, f["reg_rem"] / np.maximum(f["cyc_rem"], 1.0), 0.0))
+    out[A1] = f["n_mb"] - f["events"]
+    return out
 
 
 BCRIT, A1 = len(FIELDS), len(FIELDS) + 1

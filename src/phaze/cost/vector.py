@@ -9,9 +9,10 @@ ops, because whether it does depends on the schedule (conservative, and keeps op
 latency_s = max(compute, memory) + op_overhead_s.
 
 Chips with the on-chip hierarchy (``Accelerator.has_hierarchy``): the operands cross the GLB at the op's
-GLB bandwidth slice (``phaze.cost.onchip``) and, unless the layer's activations stay in the GLB
-(``resident``, decided per layer by ``activations_resident``), HBM at its HBM slice:
-memory = max(glb_s, hbm_s), hbm_s = 0 when resident.
+GLB bandwidth (``phaze.cost.onchip``: what it gets alone; concurrent ops share it in the layer schedule,
+``phaze.schedule.bandwidth``) and, unless the layer's activations stay in the GLB (``resident``, decided per
+layer by ``activations_resident``), HBM at the chip's HBM bandwidth: memory = max(glb_s, hbm_s), hbm_s = 0
+when resident.
 """
 from __future__ import annotations
 

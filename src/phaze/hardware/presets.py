@@ -79,15 +79,22 @@ TPUV4_LIKE = Accelerator(
     hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=TPUV4_FREQ_HZ,
     **_scalar(chip_hierarchy(8, 128, 128, 2, 64, 256)))
 
-# ---- tpuv4: close to the real TPU v4 from public figures, to read results against the real chip -------------
+# ---- tpuv4: the real TPU v4 from public figures, the search's second reference (issue 34 item 2) -------------
+# Google Cloud, "TPU v4" (cloud.google.com/tpu/docs/v4): each chip has two TensorCores, each with four MXUs, a
+# vector unit and a scalar unit; 275 TFLOP/s bf16 peak; 32 GiB HBM2 at 1200 GB/s; measured min/mean/max power
+# 90/170/192 W; 4096-chip pods on a 3-D mesh/torus interconnect (ICI).
 # Jouppi et al., "TPU v4: An Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support
-# for Embeddings", ISCA 2023 (Table 1 and Section 2): 2 TensorCores per chip, each with 4 MXUs of 128x128
-# (8 arrays), 1050 MHz (8 * 16384 * 2 * 1.05e9 = 275 TFLOP/s bf16, the quoted peak); each TensorCore's vector
-# unit is 128 lanes x 8 sublanes with 2 ALUs each (2048 lane operations per cycle); 32 GiB HBM2 at 1200 GB/s;
-# 128 MiB CMEM (the chip-wide on-chip memory: our GLB) and 16 MiB VMEM per TensorCore, which feeds its 4 MXUs
-# (modelled as each MXU's operand buffer, 16 MiB / 4 = 4 MiB). The GLB banking, accumulators and network
-# are not published: they follow the default space's rule (chip_hierarchy), as for tpuv4-like. Ideal
-# efficiencies, as every template chip. Its area is our 22 nm model's, not the real 7 nm die's.
+# for Embeddings", ISCA 2023 (Table 1 and Section 2): MXUs of 128x128 (8 arrays), 1050 MHz (8 * 16384 * 2 *
+# 1.05e9 = 275 TFLOP/s bf16, the quoted peak); each TensorCore's vector unit is 128 lanes x 8 sublanes with 2
+# ALUs each (2048 lane operations per cycle); 128 MiB CMEM (the chip-wide on-chip memory: our GLB) and 16 MiB
+# VMEM per TensorCore, which feeds its 4 MXUs (modelled as each MXU's operand buffer, 16 MiB / 4 = 4 MiB); six
+# ICI links per chip for the 3-D torus (issue 34 reads 45 GB/s one way per link from the paper; not re-checked
+# here, and not used: a search's network is its --cluster, the paper's flat 4 GiB/s by default). The GLB
+# banking, accumulators and network are not published: they follow the default space's rule
+# (chip_hierarchy), as for tpuv4-like. Ideal efficiencies, as every template chip. Its area and peak power are
+# our 22 nm model's (468.5 mm^2, 308 W), not the real 7 nm die's; its measured power is TPUV4_MEASURED_POWER_W.
+# Against tpuv4-like it has the same 8 MXUs, 16x the vector lanes, a 5% faster clock and 4 MiB operand
+# buffers: since issue 34 item 1e (an op alone has all of the GLB and HBM) it is the faster of the two.
 TPUV4 = Accelerator(
     name="tpuv4", num_tc=8, tc_rows=128, tc_cols=128, num_vc=2, vc_width=128 * 8 * 2, glb_bytes=128 * MiB,
     hbm_bytes=TPUV4_HBM_BYTES, hbm_bandwidth_Bps=TPUV4_HBM_BANDWIDTH_BPS, freq_hz=1.05e9,
@@ -179,6 +186,10 @@ H100_80G = Accelerator(
 
 ACCELERATORS: dict[str, Accelerator] = {a.name: a for a in (TPUV4_LIKE, TPUV4_LIKE_PAPER, TPUV4, A100_80G, H100_80G)}
 
+# TPU v4's measured power per chip, W (Google Cloud, "TPU v4", cloud.google.com/tpu/docs/v4: "Measured
+# min/mean/max power 90/170/192 W"): what the energy of a training run counts for the tpuv4 preset (its max).
+TPUV4_MEASURED_POWER_W = {"min": 90.0, "mean": 170.0, "max": 192.0}
+
 # Board power (TDP) of the GPU presets, W: what the energy of a training run (``phaze plan --tokens``) counts per
 # GPU, the GPUs alone (no host CPUs, NICs, switches or cooling). NVIDIA A100 Tensor Core GPU datasheet
 # (A100 80GB SXM: "Max Thermal Design Power (TDP) 400W"); NVIDIA H100 Tensor Core GPU datasheet (H100 SXM: "Max
@@ -188,9 +199,12 @@ BOARD_POWER_W: dict[str, float] = {"a100-80g": 400.0, "h100-80g": 700.0}
 
 def device_power_w(acc: Accelerator) -> tuple[float, str]:
     """The power a device draws for the energy of a training run, W, and what it is: a GPU preset's board TDP,
-    else the chip model's peak power (``hardware.power.peak_power_w``; NaN for the paper's template)."""
+    the tpuv4 preset's measured max power, else the chip model's peak power (``hardware.power.peak_power_w``; NaN for the paper's template)."""
     if acc.name in BOARD_POWER_W and acc == ACCELERATORS[acc.name]:
         return BOARD_POWER_W[acc.name], f"{acc.name} board TDP ({BOARD_POWER_W[acc.name]:g} W, datasheet), GPUs only"
+    if acc == TPUV4:
+        w = TPUV4_MEASURED_POWER_W["max"]
+        return w, f"tpuv4 measured max power ({w:g} W, Google's TPU v4 page), chips only"
     from phaze.hardware.power import peak_power_w
     w = float(peak_power_w(acc))
     return w, f"{acc.name} peak power from phaze's chip power model ({w:.0f} W), chips only"

@@ -31,7 +31,7 @@ from phaze.limits import MAX_SPACE_POINTS, check
 from phaze.hardware.accelerator import NOC_KINDS, ArchArrays
 from phaze.hardware.area import AreaModel, area_mm2, read_mapping, default_area_model
 from phaze.hardware.presets import (TPUV4_FREQ_HZ, TPUV4_HBM_BANDWIDTH_BPS, TPUV4_HBM_BYTES, TPUV4_LIKE,
-                                    TPUV4_LIKE_PAPER, chip_hierarchy)
+                                    TPUV4, TPUV4_LIKE_PAPER, chip_hierarchy)
 from phaze.units import MiB
 
 
@@ -147,6 +147,12 @@ class DesignSpace:
     def reference(self):
         """The TPUv4-like chip of this template: the area budget and the score's reference."""
         return TPUV4_LIKE if self.template == "chip" else TPUV4_LIKE_PAPER
+
+    @property
+    def real_reference(self):
+        """The second reference a search reports its winner against, the real TPU v4 (``tpuv4`` preset), in the
+        template with the on-chip hierarchy; None for the paper's template (its comparison stays the paper's)."""
+        return TPUV4 if self.template == "chip" else None
 
     def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
         if self.budget_mm2 is not None:

@@ -105,6 +105,9 @@ def vc_row_rate(arch: ArchArrays) -> np.ndarray:
     or a template whose vector buffer is a real macro."""
     from phaze.hardware.chip_area import VC_BYTES_PER_LANE
 
-    lanes = np.asarray(arch.vc_width, np.int64)
+    # each lane owns its 16 B (a vector unit's register file is per lane: TPU v4's 128 lanes x 8 sublanes each
+    # have their own registers, Jouppi et al., ISCA 2023), so a row is one element per lane's own buffer, not
+    # one wide macro's row: a 2,048-lane core is not read through one 512 B port
+    lanes = np.ones_like(np.asarray(arch.vc_width, np.int64))
     return _macro_row_rate(arch, "vc", lanes * np.asarray(arch.bytes_per_element, np.int64),
                            VC_BYTES_PER_LANE * lanes, "vc_row_rate")

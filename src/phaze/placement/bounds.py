@@ -45,14 +45,40 @@ def plan_floor_s(sum_T, max_T, opt_s, sync_s, m: int, v: int = 1):
 
 
 def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: float, traffic_per_dev: float,
-                  hbm_Bps: float, sync_s: float = 0.0) -> float:
+                  hbm_Bps: float, sync_s: float = 0.0, mb_comm_s=0.0) -> float:
     """Iteration time no partition of this (setting, d, p, v) can beat (``plan_floor_s``): sum T >= S and
     max T >= S/p; the stage with the most parameters (>= 1/p of them) pays its optimizer step and its
-    gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``p`` and ``sync_s`` may be arrays (one
-    bound per p)."""
+    gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``mb_comm_s``: a floor on max T (and so on
+    sum T) from ZeRO-2/3's per-microbatch transfers (``zero_microbatch_floor_s``). ``p``, ``sync_s`` and
+    ``mb_comm_s`` may be arrays (one bound per p)."""
     tb = c.block.fwd_s + c.block.bwd_s
     S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
-    return plan_floor_s(S, S / p, traffic_per_dev / p / hbm_Bps, sync_s, m, v)
+    M = S / p
+    if mb_comm_s is not None and (mb_comm_s > 0 if isinstance(mb_comm_s, float) else np.any(mb_comm_s > 0)):
+        M = np.maximum(M, mb_comm_s)
+        S = np.maximum(S, M)
+    return plan_floor_s(S, M, traffic_per_dev / p / hbm_Bps, sync_s, m, v)
+
+
+def weight_per_grad(c: LayerCosts) -> float:
+    """Weight bytes per gradient byte, the least over the layer kinds: any stage's weights are at least this
+    times its gradients (both are sums over its layers)."""
+    return min((x.weight_bytes / x.grad_bytes for x in (c.embedding, c.block, c.head) if x.grad_bytes > 0),
+               default=0.0)
+
+
+def zero_microbatch_floor_s(grads_total: float, rho: float, topo: "st.Topology", zero: int, p: int) -> float:
+    """A floor on max T of a ZeRO-2/3 plan (0 below ZeRO-2 or with one rank): the stage with the most gradients
+    (>= 1/p of them, weights >= ``rho`` x its gradients) reduce-scatters them after every microbatch's backward
+    and, at ZeRO-3, all-gathers its weights before the forward and again before the backward.
+    ``stage.exposed_microbatch_comm_s`` leaves at least all of that beyond the stage's own forward + backward
+    (max(0, x) >= x for both the reduce and the gather part, and the interference term is >= 0), so its
+    T = forward + backward + sends + exposed >= the transfers."""
+    if zero < 2 or topo.dp <= 1:
+        return 0.0
+    g = grads_total / p
+    fwd, bwd = st.microbatch_comm_s(g, rho * g if zero >= 3 else 0.0, topo, zero)
+    return float(fwd + bwd)
 
 
 def _least_cost(cs: Iterable[LayerCost]) -> LayerCost:

@@ -33,7 +33,8 @@ from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
-from phaze.placement.bounds import combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory
+from phaze.placement.bounds import (combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory,
+                                   weight_per_grad, zero_microbatch_floor_s)
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs, moe_net_for
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
@@ -122,6 +123,17 @@ class _Shared:
             hit = self._sends[key] = st.least_sends_s(c, self.cluster, t, ranks)
         return hit
 
+    def mb_floor(self, t: int, ranks: int, p: int, z: int, grads_total: float, rho: float) -> float:
+        """``zero_microbatch_floor_s`` of 1/p of the model over ``ranks`` replicas (0 below ZeRO-2 or with one
+        rank), cached with the syncs."""
+        if z < 2 or ranks <= 1:
+            return 0.0
+        key = ("mb", t, ranks, p, z, grads_total, rho)
+        out = self.sync.get(key)
+        if out is None:
+            out = self.sync[key] = zero_microbatch_floor_s(grads_total, rho, self.topo(t, ranks, p), z, p)
+        return out
+
     def sync_of(self, t: int, ranks: int, p: int, z: int, grads_total: float, weights_total: float) -> float:
         """The gradient sync of 1/p of the model over ``ranks`` replicas."""
         key = (t, ranks, p, z, grads_total, weights_total)
@@ -160,6 +172,7 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
         traffic = least_traffic_bytes(c, L) if mixed else tot.optimizer_traffic_bytes
         act_total, with_sync = tot.activation_bytes, not mixed or same_memory(c)
         grads_total, weights_total = tot.sync_grad_bytes, tot.sync_weight_bytes
+        rho = weight_per_grad(cb)
         for d in divisors(B // mbs):
             if t * cp * d > N:
                 break
@@ -185,7 +198,9 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                         pv = pv[(static_total + act_total) / pv <= cap]  # the model's memory spreads over p
                         sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pv.tolist()])
                                 if r > 1 and with_sync and len(pv) else 0.0)
-                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pv.tolist()])
+                               if z >= 2 and r > 1 and len(pv) else 0.0)
+                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
                         for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
                             combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
                     continue
@@ -208,7 +223,8 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                             sync = shared.sync.get((t, r, p, z, grads_total, weights_total))
                             if sync is None:
                                 sync = shared.sync_of(t, r, p, z, grads_total, weights_total)
-                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync)
+                        mbc = shared.mb_floor(t, r, p, z, grads_total, rho) if z >= 2 and r > 1 else 0.0
+                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
                         combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
     return combos
 

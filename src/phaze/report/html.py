@@ -101,9 +101,18 @@ def _search_answer(res) -> str:
         return '<p class="answer">No candidate chip fits any plan for this setting.</p>'
     lines = [f"<b>Best chip</b>: {chip_text(b)}; {b.area_mm2:.1f} mm<sup>2</sup>; score "
              f"<b>{b.score:.3f}</b> (throughput over the TPUv4-like chip's under its own best plan)."]
+    gains = {g["model"]: g for g in res.gains()}
     for o, ref in zip(b.outcomes, res.references):
         ratio = (f", {o.throughput_seq_per_s / ref.best_seq_per_s:.2f}x the TPUv4-like chip "
                  f"({ref.best_seq_per_s:.4g} seq/s)" if ref.best_seq_per_s else "")
+        g = gains.get(o.model, {})
+        if g.get("vs", {}).get("tpuv4"):
+            ratio += f", {g['vs']['tpuv4']:.2f}x the TPU v4"
+        eq = g.get("vs_equal_hbm", {})
+        if b.hbm_gib != ref.hbm_gib and any(eq.values()):
+            ratio += " (at the winner's HBM: " + ", ".join(
+                f"{v:.2f}x {'the TPUv4-like chip' if k == 'tpuv4-like' else 'the TPU v4'}"
+                for k, v in eq.items() if v) + ")"
         devices = (o.plan_json or {}).get("devices")  # the stored plan (``Plan.to_dict()``)
         used = f"; {devices} devices used" if devices is not None else ""
         lines.append(f"{o.model}: <b>{o.throughput_seq_per_s:.4g} seq/s</b>{ratio}; plan {o.plan}; "
@@ -130,6 +139,18 @@ def _search_versus(res) -> str:
             rows.append([ref.model, "TPUv4-like, its best plan at the winner's HBM", round(ref.area_mm2, 2),
                          at.hbm_gib, at.best_plan, at_tput or None, at_tput / ref.area_mm2 if at_tput else None,
                          times(at_tput / best_ref if at_tput and best_ref else None), None])
+        real = {r.model: r for r in res.real_references}.get(ref.model)
+        if real is not None:  # the second reference, the real TPU v4
+            rt = real.best_seq_per_s or 0.0
+            rows.append([real.model, "TPU v4, its best plan", round(real.area_mm2, 2), real.hbm_gib, real.best_plan,
+                         rt or None, rt / real.area_mm2 if rt else None,
+                         times(rt / best_ref if rt and best_ref else None), pct(real.best_mfu)])
+            rat = real.at_best_hbm
+            if rat:
+                at_t = rat.best_seq_per_s or 0.0
+                rows.append([real.model, "TPU v4, its best plan at the winner's HBM", round(real.area_mm2, 2),
+                             rat.hbm_gib, rat.best_plan, at_t or None, at_t / real.area_mm2 if at_t else None,
+                             times(at_t / best_ref if at_t and best_ref else None), None])
         paper = ref.paper_seq_per_s or 0.0
         rows.append([ref.model, "TPUv4-like, the paper's plan", round(ref.area_mm2, 2), ref.hbm_gib,
                      ref.paper_plan if ref.paper_fits else f"does not fit: {ref.paper_reason}",

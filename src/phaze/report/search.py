@@ -1,4 +1,4 @@
-"""Tables of a co-search result: the winner, the TPUv4-like comparison, the Pareto front, the counts."""
+"""Tables of a co-search result: the winner, the TPUv4-like and TPU v4 comparisons, the Pareto front, the counts."""
 from __future__ import annotations
 
 from phaze.report.tables import si, table
@@ -74,6 +74,22 @@ def search_tables(res) -> list:
                          f"{at_tput / ref.area_mm2:.3f}" if at_tput else "-",
                          f"{at_tput / best_ref:.2f}x" if at_tput and best_ref else "-",
                          "-", "-", "-", watts(ref.peak_power_w), glb_bw(ref), "-"))
+        real = _by_model(res.real_references).get(ref.model)
+        if real is not None:  # the second reference, the real TPU v4 (its ratio, too, over the TPUv4-like chip's)
+            rt = real.best_seq_per_s
+            rows.append((real.model, "TPU v4, best plan", f"{real.area_mm2:.1f}", f"{real.hbm_gib:g}", real.best_plan,
+                         f"{rt:.2f}" if rt else "-", f"{rt / real.area_mm2:.3f}" if rt else "-",
+                         f"{rt / best_ref:.2f}x" if rt and best_ref else "-",
+                         f"{real.best_mfu:.1%}" if real.best_mfu is not None else "-", "-",
+                         watts(real.power_w), watts(real.peak_power_w), glb_bw(real), _bound(real)))
+            rat = real.at_best_hbm
+            if rat:
+                at_t = rat.best_seq_per_s
+                rows.append((real.model, "TPU v4, winner's HBM", f"{real.area_mm2:.1f}", f"{rat.hbm_gib:g}",
+                             rat.best_plan, f"{at_t:.2f}" if at_t else "-",
+                             f"{at_t / real.area_mm2:.3f}" if at_t else "-",
+                             f"{at_t / best_ref:.2f}x" if at_t and best_ref else "-",
+                             "-", "-", "-", watts(real.peak_power_w), glb_bw(real), "-"))
         paper = ref.paper_seq_per_s
         rows.append((ref.model, "TPUv4-like, paper's plan", f"{ref.area_mm2:.1f}", f"{ref.hbm_gib:g}",
                      ref.paper_plan + " (balanced stages)" if ref.paper_fits
@@ -88,6 +104,14 @@ def search_tables(res) -> list:
                      f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best){per_watt_text(b, res)}",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                       "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))
+    gains = res.gains()
+    if gains and res.real_references:
+        out.append(table("gain of the best chip over each reference under its best plan; at equal HBM: the reference "
+                         "given the winner's HBM capacity (HBM is outside the area budget: the chip's design alone)",
+                         ["model", "winner HBM GiB", "vs TPUv4-like", "vs TPUv4-like, equal HBM", "vs TPU v4",
+                          "vs TPU v4, equal HBM"],
+                         [(g["model"], g["hbm_gib"]) + tuple(_ratio(g[k].get(name)) for name in ("tpuv4-like", "tpuv4")
+                                                             for k in ("vs", "vs_equal_hbm")) for g in gains]))
     from phaze.report.why import front_tables, tco_tables, why_tables
     out += why_tables(res) + tco_tables(res)
     if res.per_model:
@@ -109,6 +133,14 @@ def search_tables(res) -> list:
 
 
 MAX_FRONT_ROWS = 25
+
+
+def _by_model(rows) -> dict:
+    return {r.model: r for r in rows}
+
+
+def _ratio(x) -> str:
+    return f"{x:.2f}x" if isinstance(x, (int, float)) else "-"
 
 
 def per_watt_text(best, res) -> str:

@@ -69,12 +69,24 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
         a = cands.arch.accelerator(0)
         rows.append(("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, "
                                                              f"{_si(a.hbm_bandwidth_Bps, 'B/s')} (the TPUv4-like chip's)"))
-    rows += [("plan space per chip", f"microbatch {_vals(spec['microbatch_sizes'])}; tensor-parallel "
+    full = spec.get("plan_space", "paper") == "full"
+    shape = ("every interleaving Megatron takes, sequence parallelism on and off, ZeRO 0-3 (0-1 for MoE), a "
+             "recompute mode per pipeline stage; standard attention, bf16, gradient reduce overlapped (no flash "
+             "attention or TP overlap: the chip model has no fused-attention kernel or userbuffers)" if full else
+             "no interleaving, no sequence parallelism, no ZeRO, one recompute mode per plan")
+    rows += [("plan space per chip", f"{'full' if full else 'the paper' + chr(39) + 's'} (--plan-space): microbatch "
+                                     f"{_vals(spec['microbatch_sizes'])}; tensor-parallel "
                                      f"{_vals(spec['tp_values']) if spec.get('tp_values') else 'every valid width up to the model max'}; "
-                                     f"recompute {_vals(spec['recompute_modes'])}; no interleaving, no sequence "
-                                     f"parallelism, no ZeRO-1; optimizer {spec.get('optimizer', 'adam')}"),
+                                     f"recompute {_vals(spec['recompute_modes'])}; {shape}; optimizer "
+                                     f"{spec.get('optimizer', 'adam')}"),
              ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
-                             "CP-SAT fallback)"),
+                             "CP-SAT fallback)" + (
+                                 "; each op costed with the whole GLB and HBM, then the schedule re-timed so "
+                                 "concurrent ops share them (feasible, within its lower bound's gap of optimal)"
+                                 if space.template == "chip" else "")),
+             ("references", "TPUv4-like (the score's) and TPU v4 (tpuv4), each under its best plan, and at the "
+                            "winner's HBM capacity where it differs" if space.template == "chip"
+              else "TPUv4-like (the paper's chip) under its best plan and the paper's plan"),
              ("score", "throughput divided by the TPUv4-like chip's under its own best plan (mean over models)"),
              ("power cap", f"chips whose peak power exceeds {spec['tdp_w']:.1f} W are left out (--tdp-w; the default "
                            f"is the TPUv4-like chip's own peak)" if spec.get("tdp_w")
@@ -86,15 +98,24 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
 
 def _runtime_rows(rt, usable_bytes: float) -> list[tuple[str, str]]:
     """The runtime every plan runs with (a ``phaze.workload.runtime.Runtime``: ``phaze plan``'s flags)."""
+    from phaze.workload.runtime import Runtime
+    best = Runtime()
+
+    def tag(name: str, text: str) -> str:  # the defaults follow current Megatron-Core / NeMo recipes
+        return text + ("  [default: recipe best practice]" if getattr(rt, name) == getattr(best, name) else
+                       "  [changed from the default]")
+
     att = {"flash": "flash (fused kernel, no score matrix stored; selective recompute = none)",
            "standard": "standard (the score matrix is stored for the backward)"}[rt.attention]
-    return [("attention", att), ("precision", rt.precision),
-            ("TP overlap", f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
-                           f"configuration {rt.tp_overlap_config}"
-             if rt.tp_overlap else "off: TP collectives block"),
-            ("DP overlap", "on: the gradient reduce overlaps the last backward, the ZeRO-1 all-gather the next forward, bucketed"
-             if rt.dp_overlap
-             else "off: the gradient reduce runs after the backward"),
+    return [("attention", tag("attention", att)), ("precision", tag("precision", rt.precision)),
+            ("TP overlap", tag("tp_overlap",
+                               f"on: TP collectives overlap their GEMMs (plans with sequence parallelism), userbuffers "
+                               f"configuration {rt.tp_overlap_config}" if rt.tp_overlap
+                               else "off: TP collectives block (--tp-overlap turns it on)")),
+            ("DP overlap", tag("dp_overlap",
+                               "on: the gradient reduce overlaps the backward, the ZeRO-1/2 all-gather the next "
+                               "forward, ZeRO-3's gathers the compute before them, bucketed" if rt.dp_overlap
+                               else "off: the gradient reduce runs after the backward (--dp-overlap turns it on)")),
             ("gradients", "bf16: a 16-bit gradient buffer, DP reduce and wgrad accumulation"
              if rt.grad_dtype == "bf16"
              else "fp32: Megatron's fp32 main grads, reduced in fp32"),
@@ -144,4 +165,5 @@ def plan_setting(model, accelerator, cluster, devices: int, global_batch: int, s
                               else f"up to {devices} devices (fewer when that is faster)")),
             *_runtime_rows(runtime, accelerator.hbm_bytes - runtime.memory_reserve_bytes),
             ("time model", "kernels one after another, as Megatron-LM runs on GPUs" if time_model == "sequential"
-             else "optimal per-layer schedules on tensor and vector cores")]
+             else "optimal per-layer schedules on tensor and vector cores" + (
+                 ", re-timed so concurrent ops share the GLB and HBM" if acc.has_hierarchy else ""))]

@@ -72,7 +72,7 @@ def _seq_per_s(res, name: str) -> float | None:
     """The first model's throughput of the winner or of the named reference chip (its best plan)."""
     if name == "winner":
         return res.best.outcomes[0].throughput_seq_per_s if res.best and res.best.outcomes else None
-    for r in res.references:
+    for r in (*res.references, *(res.real_references or ())):
         if r.chip_name == name:
             return r.best_seq_per_s or None
     return None

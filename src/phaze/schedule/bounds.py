@@ -5,7 +5,9 @@
 - energetic (heads and tails): for any set S of ops of one kind, all of S runs inside
   [min head, makespan - min tail] on ``capacity`` cores, so makespan >= min_S head + work(S) / capacity +
   min_S tail (heads and tails are critical-path lengths with fastest modes; work uses least-work modes).
-  Checking the sets {i: head_i >= r, tail_i >= q} over all r, q covers the strongest such bound.
+  Checking the sets {i: head_i >= r, tail_i >= q} over all r, q covers the strongest such bound;
+- bandwidth (ops that share the GLB/HBM supply, ``phaze.schedule.bandwidth``): the layer's bytes over the
+  supply.
 """
 from __future__ import annotations
 
@@ -66,5 +68,19 @@ def energetic_bound_s(problem: ScheduleProblem) -> float:
                                  [op.min_work_s for op in problem.ops]))
 
 
+def bandwidth_bound_s(problem: ScheduleProblem) -> float:
+    """A lower bound on the makespan of any schedule that keeps the shared supply (the re-timed and the serial
+    one included): every op moves at least its least GLB (HBM) bytes over its modes, rate x duration, and the
+    chip delivers at most its supply per second."""
+    if not problem.shares_bandwidth:
+        return 0.0
+    glb = sum(min((r[0] * d for (_, d), r in zip(op.modes, op.rates)), default=0.0) for op in problem.ops if op.rates)
+    hbm = sum(min((r[1] * d for (_, d), r in zip(op.modes, op.rates)), default=0.0) for op in problem.ops if op.rates)
+    return max(glb / problem.glb_supply_Bps, hbm / problem.hbm_supply_Bps)
+
+
 def lower_bound_s(problem: ScheduleProblem) -> float:
-    return max(critical_path_s(problem), work_bound_s(problem), energetic_bound_s(problem))
+    """The strongest of the bounds above (the bandwidth bound only counts with shared bandwidth: a relaxed
+    problem, ``ScheduleProblem.relaxed``, has none)."""
+    return max(critical_path_s(problem), work_bound_s(problem), energetic_bound_s(problem),
+               bandwidth_bound_s(problem))

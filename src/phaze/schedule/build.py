@@ -28,24 +28,68 @@ def collective_duration_s(op: Collective, tp_tier: NetworkTier | None, where: st
     return max(float(collective_latency_s(op, tp_tier)), MIN_DURATION_S)
 
 
+# a capped cost this close (relative) to the full-bandwidth one keeps the op's duration (float64 rounding)
+RATE_RTOL = 1e-9
+
+
+def _first(x) -> float:
+    return float(np.asarray(x).reshape(-1)[0])
+
+
+def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident) -> tuple[float, tuple[float, float]]:
+    """(duration_s, (GLB, HBM) bytes per second it draws) of an op on ``cores`` cores of a chip with the on-chip
+    hierarchy, costed with the whole supply (``phaze.cost.onchip``). The rates are the least of a few
+    candidate bandwidths at which the cost model still gives the op that duration (checked by costing it
+    there, ``onchip.bandwidth_cap``): its GLB and HBM time terms over its busy time (a roofline op's exact
+    need), then half way to, then all of the bandwidth it was costed with (``phaze.schedule.bandwidth``)."""
+    from phaze.cost import op_latency_s, op_terms
+    from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
+
+    t = op_terms(op, arch, cores, resident=resident)
+    lat = _first(t["latency_s"])
+    d = max(lat, MIN_DURATION_S)
+    B, H = _first(glb_bandwidth_Bps(arch, kind, cores)), _first(hbm_bandwidth_Bps(arch, kind, cores))
+    busy = max(lat - accelerator.op_overhead_s, MIN_DURATION_S)
+    g = min(B, _first(t["glb_s"]) * B / busy)
+    h = min(H, _first(t["hbm_s"]) * H / busy)
+    if kind == "vc" or g >= B * (1 - RATE_RTOL):
+        # a vector op is a roofline, max(compute, bytes / GLB rate, bytes / HBM rate): at (g, h) its GLB and
+        # HBM terms equal its busy time; an op bound by the GLB needs all of it
+        return d, (B if g >= B * (1 - RATE_RTOL) else g, h)
+    for gg in (g, 0.5 * (g + B)):
+        capped = op_latency_s(op, bandwidth_cap(arch, gg, h if h > 0 else H), cores, resident=resident)
+        if _first(capped) <= lat * (1 + RATE_RTOL):
+            return d, (gg, h)
+    return d, (B, h)  # at (B, h) only the HBM term changed, to exactly the busy time
+
+
 def build_problem(graph: LayerGraph, accelerator: Accelerator,
                   tp_tier: NetworkTier | None = None) -> ScheduleProblem:
-    """Each op's duration on every core count of ``core_modes`` (dominated modes dropped)."""
+    """Each op's duration on every core count of ``core_modes`` (dominated modes dropped); on a chip with the
+    on-chip hierarchy also the GLB/HBM bandwidth each mode draws (``op_rates``) and the chip's supply."""
     from phaze.cost import activations_resident, core_modes, op_latency_s
+    from phaze.cost.onchip import supply_Bps
 
     arch = accelerator.as_arrays()
     resident = activations_resident(graph, arch)
+    shared = accelerator.has_hierarchy
     where = f"layer {graph.layer!r} ({graph.direction})"
     ops = []
     for op in graph.ops:
         kind = op_resource(op)
         if kind == "net":
-            modes = ((1, collective_duration_s(op, tp_tier, where)),)
-        else:
-            cap = accelerator.num_tc if kind == "tc" else accelerator.num_vc
+            ops.append(SchedOp(op.name, kind, ((1, collective_duration_s(op, tp_tier, where)),)))
+            continue
+        cap = accelerator.num_tc if kind == "tc" else accelerator.num_vc
+        if not shared:
             modes = prune_modes(
-                (k, max(float(np.asarray(op_latency_s(op, arch, k, resident=resident)).reshape(-1)[0]), MIN_DURATION_S))
+                (k, max(_first(op_latency_s(op, arch, k, resident=resident)), MIN_DURATION_S))
                 for k in core_modes(cap))
-        ops.append(SchedOp(op.name, kind, modes))
+            ops.append(SchedOp(op.name, kind, modes))
+            continue
+        costed = {k: op_rates(op, accelerator, arch, kind, k, resident) for k in core_modes(cap)}
+        modes = prune_modes((k, d) for k, (d, _) in costed.items())
+        ops.append(SchedOp(op.name, kind, modes, tuple(costed[k][1] for k, _ in modes)))
+    glb, hbm = supply_Bps(arch) if shared else (np.zeros(1), np.zeros(1))
     return ScheduleProblem(tuple(ops), tuple(tuple(e) for e in graph.edges),
-                           accelerator.num_tc, accelerator.num_vc)
+                           accelerator.num_tc, accelerator.num_vc, _first(glb), _first(hbm))

@@ -1,6 +1,7 @@
 """Schedules cached by the content of their problem, in memory and optionally in a SQLite file.
 
-The key is a sha256 over op kinds, modes (cores and exact durations), edges and core counts; op names are
+The key is a sha256 over op kinds, modes (cores and exact durations), edges and core counts (and, with shared
+bandwidth, every mode's rates and the supply); op names are
 not part of it (a hit is relabelled with the asking problem's names), so the same layer met on many chips
 with equal latencies is solved once.
 """
@@ -24,6 +25,9 @@ def problem_key(problem: ScheduleProblem) -> str:
         "num_tc": problem.num_tc,
         "num_vc": problem.num_vc,
     }
+    if problem.shares_bandwidth:  # what the re-timing under shared bandwidth reads (absent: keys as before)
+        canon["rates"] = [[[float(g).hex(), float(h).hex()] for g, h in op.rates] for op in problem.ops]
+        canon["supply"] = [float(problem.glb_supply_Bps).hex(), float(problem.hbm_supply_Bps).hex()]
     return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()
 
 

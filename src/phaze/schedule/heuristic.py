@@ -35,21 +35,34 @@ def _earliest_start(placed: list[tuple[float, float, int]], ready: float, dur: f
     raise AssertionError("unreachable: after the last end every core is free")
 
 
-def list_schedule(problem: ScheduleProblem, priority: list[float], forced_mode: str | None = None) -> Timing:
-    """Serial SGS: repeatedly take the eligible op of highest priority and give it the mode that finishes
-    earliest (ties: fewer cores), at its earliest resource-feasible start. ``forced_mode="max"`` puts every
-    op on all of its allowed cores (largest mode)."""
+def serial_sgs(problem: ScheduleProblem, priority: list[float], place) -> Timing:
+    """The serial schedule-generation scheme: repeatedly take the eligible op (all predecessors placed) of highest
+    priority and let ``place(i, ready_s)`` choose and record its start and mode, returning ``(start_s, mode)``."""
     n = len(problem.ops)
     preds, succs = problem.preds(), problem.succs()
     missing = [len(p) for p in preds]
     eligible = [(-priority[i], i) for i in range(n) if missing[i] == 0]
     heapq.heapify(eligible)
-    placed: dict[str, list[tuple[float, float, int]]] = {"tc": [], "vc": [], "net": []}
     starts, ends, modes = [0.0] * n, [0.0] * n, [0] * n
     while eligible:
         _, i = heapq.heappop(eligible)
+        t, m = place(i, max((ends[p] for p in preds[i]), default=0.0))
+        starts[i], ends[i], modes[i] = t, t + problem.ops[i].modes[m][1], m
+        for j in succs[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(eligible, (-priority[j], j))
+    return Timing(tuple(starts), tuple(ends), tuple(modes))
+
+
+def list_schedule(problem: ScheduleProblem, priority: list[float], forced_mode: str | None = None) -> Timing:
+    """Serial SGS: repeatedly take the eligible op of highest priority and give it the mode that finishes
+    earliest (ties: fewer cores), at its earliest resource-feasible start. ``forced_mode="max"`` puts every
+    op on all of its allowed cores (largest mode)."""
+    placed: dict[str, list[tuple[float, float, int]]] = {"tc": [], "vc": [], "net": []}
+
+    def place(i: int, ready: float) -> tuple[float, int]:
         op = problem.ops[i]
-        ready = max((ends[p] for p in preds[i]), default=0.0)
         cap = problem.capacity(op.kind)
         choices = [len(op.modes) - 1] if forced_mode == "max" else range(len(op.modes))
         best = None
@@ -60,13 +73,10 @@ def list_schedule(problem: ScheduleProblem, priority: list[float], forced_mode: 
             if best is None or key < best[0]:
                 best = (key, m, t)
         _, m, t = best
-        starts[i], ends[i], modes[i] = t, t + op.modes[m][1], m
-        placed[op.kind].append((t, ends[i], op.modes[m][0]))
-        for j in succs[i]:
-            missing[j] -= 1
-            if missing[j] == 0:
-                heapq.heappush(eligible, (-priority[j], j))
-    return Timing(tuple(starts), tuple(ends), tuple(modes))
+        placed[op.kind].append((t, t + op.modes[m][1], op.modes[m][0]))
+        return t, m
+
+    return serial_sgs(problem, priority, place)
 
 
 def heuristic_timing(problem: ScheduleProblem) -> Timing:

@@ -10,6 +10,11 @@ Semantics (one layer, one direction, one chip):
   tensor or vector cores, so they overlap compute wherever the dependencies allow.
 - Durations are positive (``build_problem`` floors a zero-cost op at ``MIN_DURATION_S``), so every op
   occupies its cores for a non-empty interval.
+- Bandwidth (chips with the on-chip hierarchy): an op's ``rates`` give, per mode, the GLB and HBM bytes
+  per second it draws running at full speed, and ``glb_supply_Bps`` / ``hbm_supply_Bps`` what the chip
+  delivers. The solvers see the durations only (each op costed as if it ran alone, with the whole supply);
+  ``solve`` then re-times their schedule so concurrent ops never draw more than the supply
+  (``phaze.schedule.bandwidth``). Empty rates (collectives, the paper's template) draw nothing.
 - Fusion rule: none. Every op of the layer graph (a GEMM and its element-wise epilogue included) is
   scheduled as its own op; the graph builder decides what is one op.
 """
@@ -33,6 +38,15 @@ class SchedOp:
     name: str
     kind: Kind
     modes: tuple[tuple[int, float], ...]
+    # per mode (same order): (GLB bytes/s, HBM bytes/s) drawn at full speed; () = draws no shared bandwidth
+    rates: tuple[tuple[float, float], ...] = ()
+
+    def rate(self, cores: int) -> tuple[float, float]:
+        """(GLB, HBM) bytes per second the op draws at full speed on ``cores`` cores ((0, 0) without rates)."""
+        for (k, _), r in zip(self.modes, self.rates):
+            if k == cores:
+                return r
+        return (0.0, 0.0)
 
     @property
     def min_duration_s(self) -> float:
@@ -50,6 +64,21 @@ class ScheduleProblem:
     edges: tuple[tuple[int, int], ...]
     num_tc: int
     num_vc: int
+    glb_supply_Bps: float = 0.0  # shared by every op with rates (0: no bandwidth sharing modelled)
+    hbm_supply_Bps: float = 0.0
+
+    @property
+    def shares_bandwidth(self) -> bool:
+        """Whether some op draws shared GLB/HBM bandwidth (then ``solve`` re-times its schedule)."""
+        return any(op.rates for op in self.ops)
+
+    def relaxed(self) -> "ScheduleProblem":
+        """The same ops and durations without rates: what the solvers optimize (every op at full bandwidth)."""
+        if not self.shares_bandwidth and not self.glb_supply_Bps and not self.hbm_supply_Bps:
+            return self
+        from dataclasses import replace
+        return replace(self, ops=tuple(replace(op, rates=()) for op in self.ops), glb_supply_Bps=0.0,
+                       hbm_supply_Bps=0.0)
 
     def __post_init__(self) -> None:
         if self.num_tc <= 0 or self.num_vc <= 0:
@@ -62,6 +91,9 @@ class ScheduleProblem:
                 raise ConfigError(f"op {op.name!r}: kind must be one of {KINDS}, got {op.kind!r}")
             if not op.modes:
                 raise ConfigError(f"op {op.name!r}: needs at least one (cores, duration_s) mode")
+            if op.rates and (len(op.rates) != len(op.modes) or any(
+                    not (0.0 <= g < float("inf") and 0.0 <= h < float("inf")) for g, h in op.rates)):
+                raise ConfigError(f"op {op.name!r}: rates must be one finite (GLB, HBM) pair >= 0 per mode")
             cap = self.capacity(op.kind)
             for k, d in op.modes:
                 if not (1 <= k <= cap) or not (0.0 < d < float("inf")):
@@ -70,6 +102,8 @@ class ScheduleProblem:
             if not (0 <= a < n and 0 <= b < n) or a == b:
                 raise ConfigError(f"schedule problem: edge ({a}, {b}) is not between two distinct ops")
         topo_order(n, self.edges)  # raises on a cycle
+        if self.shares_bandwidth and not (self.glb_supply_Bps > 0 and self.hbm_supply_Bps > 0):
+            raise ConfigError("schedule problem: ops draw GLB/HBM bandwidth but the supply is not positive")
 
     def capacity(self, kind: str) -> int:
         return {"tc": self.num_tc, "vc": self.num_vc, "net": 1}[kind]
@@ -98,7 +132,12 @@ class ScheduledOp:
 
 @dataclass(frozen=True)
 class Schedule:
-    """``ops`` are in the problem's op order. ``gap`` = (makespan - lower bound) / makespan."""
+    """``ops`` are in the problem's op order. ``gap`` = (makespan - lower bound) / makespan.
+
+    With shared bandwidth (``ScheduleProblem.shares_bandwidth``), ``status`` is the solvers' proof on the
+    full-bandwidth durations, whose makespan is ``relaxed_makespan_s``; ``makespan_s`` is the re-timed
+    schedule's (at least as long), and the optimum under shared bandwidth lies in [lower_bound_s,
+    makespan_s]. ``relaxed_makespan_s`` is None where nothing is shared (it would equal ``makespan_s``)."""
 
     makespan_s: float
     lower_bound_s: float
@@ -106,21 +145,34 @@ class Schedule:
     gap: float
     solve_time_s: float
     ops: tuple[ScheduledOp, ...]
+    relaxed_makespan_s: float | None = None
+
+    @property
+    def proven_optimal(self) -> bool:
+        """Proven optimal for the problem as posed: the solvers' proof, and with shared bandwidth also the
+        re-timed makespan within 1e-9 of the lower bound (a stretched schedule is feasible, not proven best)."""
+        if self.status != "optimal":
+            return False
+        return self.relaxed_makespan_s is None or self.makespan_s <= self.lower_bound_s * (1 + 1e-9)
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "makespan_s": self.makespan_s, "lower_bound_s": self.lower_bound_s, "status": self.status,
             "gap": self.gap, "solve_time_s": self.solve_time_s,
             "ops": [{"name": o.name, "kind": o.kind, "start_s": o.start_s, "end_s": o.end_s,
                      "cores": list(o.cores)} for o in self.ops],
         }
+        if self.relaxed_makespan_s is not None:
+            out["relaxed_makespan_s"] = self.relaxed_makespan_s
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> "Schedule":
         ops = tuple(ScheduledOp(o["name"], o["kind"], float(o["start_s"]), float(o["end_s"]),
                                 tuple(o["cores"])) for o in d["ops"])
+        relaxed = d.get("relaxed_makespan_s")
         return cls(float(d["makespan_s"]), float(d["lower_bound_s"]), d["status"], float(d["gap"]),
-                   float(d["solve_time_s"]), ops)
+                   float(d["solve_time_s"]), ops, None if relaxed is None else float(relaxed))
 
     def core_utilization(self, kind: str, capacity: int) -> float:
         """Busy core-seconds of ``kind`` over capacity x makespan."""

@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 
 from phaze.errors import ConfigError
+from phaze.schedule.bandwidth import best_shared
 from phaze.schedule.bnb import solve_bnb
-from phaze.schedule.bounds import lower_bound_s
+from phaze.schedule.bounds import bandwidth_bound_s, lower_bound_s
 from phaze.schedule.cpsat import solve_cpsat
 from phaze.schedule.heuristic import assign_cores, heuristic_timing, to_scheduled_ops
 from phaze.schedule.problem import Schedule, ScheduleProblem
@@ -27,14 +28,18 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     and bound, to a relative 1e-9; by CP-SAT, up to its tick rounding: within n_ops ticks of 2^-20 x the
     heuristic makespan), "feasible" (an incumbent without proof) or "heuristic" (list scheduling only).
     Ops that can never contend are first fixed to their fastest mode (``reduce.isolated_fastest``, optimum
-    unchanged). Deterministic: the branch and bound stops after ``BNB_NODES_PER_S x time_limit_s`` nodes
+    unchanged). With shared bandwidth (``ScheduleProblem.shares_bandwidth``) the solvers' schedule is then
+    re-timed so concurrent ops never draw more than the supply, or replaced by a shorter schedule that keeps
+    the supply (``phaze.schedule.bandwidth.best_shared``); ``status`` stays the solvers' proof on the full-bandwidth
+    durations and ``gap`` measures the returned makespan against the lower bound. Deterministic: the branch and bound stops after ``BNB_NODES_PER_S x time_limit_s`` nodes
     and CP-SAT (``num_workers`` subsolvers; 1 = one deterministic worker) after a deterministic work
     budget; the wall clock ``time_limit_s`` is only a safety net (on a machine much slower than the one
     these budgets were measured on, it may end a search first, and then results may vary)."""
     if not time_limit_s > 0:
         raise ConfigError(f"schedule: time limit must be positive seconds, got {time_limit_s!r}")
     t0 = time.perf_counter()
-    original, problem = problem, isolated_fastest(problem)  # same optimum, fewer mode choices
+    # the solvers see the durations only (every op at full bandwidth); shared bandwidth is applied after
+    original, problem = problem, isolated_fastest(problem.relaxed())  # same optimum, fewer mode choices
     lb = lower_bound_s(problem)
     timing = heuristic_timing(problem)
     cores = assign_cores(problem, timing)
@@ -61,6 +66,13 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     lb = min(lb, makespan)
     if makespan <= lb * (1.0 + OPTIMAL_RTOL):
         status = "optimal"
+    ops, relaxed = to_scheduled_ops(original, timing, cores), None
+    if original.shares_bandwidth:  # re-timed under shared bandwidth, or the serial schedule if shorter
+        relaxed = makespan
+        lb = max(lb, bandwidth_bound_s(original))
+        ops = best_shared(original, ops)
+        makespan = max((so.end_s for so in ops), default=0.0)
+        lb = min(lb, makespan)
     gap = (makespan - lb) / makespan if makespan > 0 else 0.0
     return Schedule(makespan_s=makespan, lower_bound_s=lb, status=status, gap=gap,
-                    solve_time_s=time.perf_counter() - t0, ops=to_scheduled_ops(original, timing, cores))
+                    solve_time_s=time.perf_counter() - t0, ops=ops, relaxed_makespan_s=relaxed)

@@ -6,17 +6,23 @@ from the lower bounds: for any plan with p stages, m microbatches and per-microb
 1F1B iteration >= S' * (1 + (m - 1) / p) + optimizer traffic / (p * HBM bandwidth), with
 S' = S + (p - 1) * (least p2p forward + backward); the same bound the placement optimizer prunes with
 (``phaze.placement``), taken over every (d, p) whose whole-model memory fits p devices.
+
+The full plan space (``SearchSpec.plan_space_name`` "full") adds to each (d, p): every interleaving v Megatron
+takes (bubble / v, p v - 1 boundaries), the most sharded ZeRO stage's floors (its optimizer step, sync and
+memory are each the least over the stages searched), and per-stage recompute: the settings that differ only in
+recompute form one plan unit (``ModelBounds.units``), bounded for p >= 2 by the least time and memory of each
+layer over its modes (``phaze.placement.bounds.floor_costs``, as placement bounds such a combination).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
-from phaze.placement.bounds import plan_floor_s
+from phaze.placement.bounds import floor_costs, plan_floor_s
 from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
 from phaze.search.spec import SearchSpec
@@ -36,7 +42,6 @@ def memory_costs(model: ModelConfig, setting: TrainSetting, optimizer: str = "ad
 
 def with_times(c: LayerCosts, times: np.ndarray) -> LayerCosts:
     """``c`` with the 6 slot times of ``times`` (order: SLOTS)."""
-    from dataclasses import replace
     t = dict(zip(SLOTS, (float(x) for x in times)))
     return replace(c, embedding=replace(c.embedding, fwd_s=t[("embedding", "fwd")], bwd_s=t[("embedding", "bwd")]),
                    block=replace(c.block, fwd_s=t[("block", "fwd")], bwd_s=t[("block", "bwd")]),
@@ -52,7 +57,11 @@ class ModelBounds:
     memory: tuple[LayerCosts, ...]
     lower_s: np.ndarray
     upper_s: np.ndarray
-    setting_ub: np.ndarray  # [setting, hbm, chip]: sequences/s no plan of this setting on this chip can beat
+    # [unit, hbm, chip]: sequences/s no plan of this unit of settings on this chip can beat; a unit is one
+    # setting in the paper's plan space (so the index is the setting's), the settings differing only in
+    # recompute in the full one (``units``)
+    setting_ub: np.ndarray
+    units: tuple[tuple[int, ...], ...] = ()  # setting indices per unit (empty: each setting its own unit)
 
     @property
     def throughput_ub(self) -> np.ndarray:
@@ -163,17 +172,32 @@ class _Row:
     opt_s: float  # optimizer step of the stage with the most parameters (>= 1/p of them)
     sync_s: float | None  # gradient sync of the stage with the most gradients (None: d = 1)
     need_bytes: float = 0.0  # the whole model's memory over p devices: the row needs at least this HBM
+    v: int = 1  # interleaving (virtual stages per device)
+    # ZeRO-2/3 rows: a floor on max T, the reduce-scatter of the gradients of the stage with the most of them
+    # that every microbatch's backward starts (``stage.exposed_microbatch_comm_s`` leaves T >= that transfer)
+    mb_comm_s: float = 0.0
 
 
 def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cluster, cap_bytes: float,
-                hbm_Bps: float) -> list[_Row]:
+                hbm_Bps: float, min_p: int = 1, max_p: int | None = None) -> list[_Row]:
     """Every (d, p) of one setting whose whole-model memory fits p devices, with its chip-independent terms
-    (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds)."""
+    (a smaller ``cap_bytes`` keeps a subset: the rows whose ``need_bytes`` it holds). The full plan space adds
+    a row per interleaving v > 1 Megatron takes (p >= 2, L divisible by p v, m by p) and splits the ZeRO
+    stages searched into two rows: stages 0-1 and stages 2-3, each with the least memory, optimizer step and
+    sync over its stages, the second also with the per-microbatch reduce-scatter as a floor on max T (without
+    it ZeRO-3's zero step-end sync would make every row as loose as a free network). ``min_p``, ``max_p``: leave
+    out smaller, larger p."""
     s = c.setting
     L, B, N, t, mbs = model.num_layers, spec.global_batch, spec.devices, s.tp, s.microbatch_size
+    space = spec.plan_space_for(model)
+    zs, vs = (space.zero, space.interleaves(L)) if not spec.paper else ((0,), (1,))
+    classes = [k for k in ((z for z in zs if z < 2), (z for z in zs if z >= 2)) for k in [tuple(k)] if k]
     tot = st.model_totals(c, L)
-    static, act, traffic, grads = (tot.static_bytes(), tot.activation_bytes, tot.optimizer_traffic_bytes,
-                                   tot.sync_grad_bytes)
+    act, traffic, grads = tot.activation_bytes, tot.optimizer_traffic_bytes, tot.sync_grad_bytes
+    # weight bytes per gradient byte, the least over the layer kinds: a stage's weights are at least this
+    # times its gradients (both are sums over its layers)
+    rho = min((x.weight_bytes / x.grad_bytes for x in (c.embedding, c.block, c.head) if x.grad_bytes > 0),
+              default=0.0)
     rows = []
     most_grads: dict[int, float] = {}
     for d in range(1, B // mbs + 1):
@@ -181,18 +205,32 @@ def _bound_rows(c: LayerCosts, model: ModelConfig, spec: SearchSpec, cluster: Cl
             continue
         if t * d > N:
             break
+        m = B // (mbs * d)
         pf, pb = st.least_sends_s(c, cluster, t, d)
-        for p in range(1, min(L + 2, N // (t * d)) + 1):
-            need = (static - (st.tied_static_bytes(c) if p == 1 else 0.0) + act) / p
-            if need > cap_bytes:
-                continue
-            sync = None
-            if d > 1:
-                if p not in most_grads:
-                    most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes, c.block.grad_bytes,
-                                                                         c.head.grad_bytes, L, p))
-                sync = float(st.dp_sync_s(most_grads[p], 0.0, st.Topology.of(cluster, t, d, p), False))
-            rows.append(_Row(p, B // (mbs * d), (p - 1) * (pf + pb), traffic / p / hbm_Bps, sync, need))
+        for p in range(max(1, min_p), min(L + 2, N // (t * d), max_p or L + 2) + 1):
+            topo = None
+            for zc in classes:
+                need = min((tot.sharded_static_bytes(z, d) - (st.tied_static_bytes(c, z, d) if p == 1 else 0.0)
+                            + act) / p for z in zc)
+                if need > cap_bytes:
+                    continue
+                sync, mb_comm = None, 0.0
+                if d > 1:
+                    if p not in most_grads:
+                        most_grads[p] = max(grads / p, least_max_stage_bytes(c.embedding.grad_bytes,
+                                                                             c.block.grad_bytes, c.head.grad_bytes, L, p))
+                    topo = topo or st.Topology.of(cluster, t, d, p)
+                    # that stage's weights (ZeRO-1/2 all-gather them after the step): >= rho x its gradients
+                    w = rho * most_grads[p] if max(zc) >= 1 else 0.0
+                    sync = min(float(st.dp_sync_s(most_grads[p], w, topo, z)) for z in zc)
+                    if min(zc) >= 2:
+                        mb_comm = float(st.microbatch_comm_s(most_grads[p], 0.0, topo, 2)[1])
+                # ZeRO >= 1 divides the optimizer step over the d ranks (placement's combination bound)
+                opt = traffic / p / hbm_Bps / (d if max(zc) >= 1 else 1)
+                for v in vs:
+                    if v > 1 and (p < 2 or L % (p * v) or m % p):
+                        continue
+                    rows.append(_Row(p, m, (p * v - 1) * (pf + pb), opt, sync, need, v, mb_comm))
     return rows
 
 
@@ -211,58 +249,43 @@ def iteration_lower_bound_s(rows: list[_Row], S: np.ndarray, U: dict[int, np.nda
     return best
 
 
-def _row_floor_s(r: _Row, S: np.ndarray, U: dict[int, np.ndarray]) -> np.ndarray:
-    """``iteration_lower_bound_s`` of one row."""
+def _row_floor_s(r: _Row, S: np.ndarray, U: dict) -> np.ndarray:
+    """``iteration_lower_bound_s`` of one row. An interleaved row (v > 1) takes its max T from ``U[(p, v)]``
+    (``bottleneck_s``)."""
     Sp = S + r.send_s
-    M = np.maximum(Sp / r.p, U[r.p])
-    return plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m)
+    M = np.maximum(Sp / r.p, U[r.p] if r.v == 1 else U[(r.p, r.v)])
+    if r.mb_comm_s > 0:  # max T >= the transfer, and sum T >= max T (what counts when m = 1)
+        M = np.maximum(M, r.mb_comm_s)
+        Sp = np.maximum(Sp, M)
+    return plan_floor_s(Sp, M, r.opt_s, 0.0 if r.sync_s is None else r.sync_s, r.m, r.v)
+
+
+def bottleneck_s(e: np.ndarray, b: np.ndarray, h: np.ndarray, L: int, p: int, v: int = 1) -> np.ndarray:
+    """A floor on max T over the p pipeline devices: ``min_bottleneck_s`` (every contiguous split); with
+    interleaving v > 1 the partition is Megatron's fixed one (L / (p v) blocks per virtual stage), so the first
+    device holds the embedding and L / p blocks and the last the head and L / p blocks (an assignment that is
+    also a contiguous split's, so ``min_bottleneck_s`` stays below it too)."""
+    U = min_bottleneck_s(e, b, h, L, p)
+    if v > 1:
+        U = np.maximum(U, (L // p) * b + np.maximum(e, h))
+    return U
 
 
 def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, arch: ArchArrays,
-                   cluster: Cluster, memo: dict | None = None) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
+                   cluster: Cluster, memo: dict | None = None,
+                   max_p: int | None = None) -> tuple[np.ndarray, np.ndarray, LayerCosts, np.ndarray]:
     """One setting on every chip: lower and upper layer times [slot, chip], the memory-only LayerCosts, and
-    the throughput upper bound [hbm, chip]. Independent per setting, so settings can run in parallel.
-    ``memo``: op costs shared with other settings on the same ``arch`` (``layer_time_bounds``)."""
-    n = len(arch)
-    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
+    the throughput upper bound [hbm, chip] (of its plans with at most ``max_p`` stages when given).
+    Independent per setting, so settings can run in parallel. ``memo``: op costs shared with other settings on
+    the same ``arch`` (``layer_time_bounds``)."""
     tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
-    for j, (kind, direction) in enumerate(SLOTS):
-        lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
-    c, tput = _plan_bounds(model, spec, setting, arch, cluster, lower)
-    return lower, upper, c, tput
-
-
-def _plan_bounds(model, spec, setting, arch, cluster, lower):
-    """The memory-only LayerCosts and the throughput upper bound [hbm, chip] of one setting from its lower
-    layer times [slot, chip] on ``cluster``."""
-    n = len(arch)
+    lower, upper = _layer_bounds(model, setting, arch, tier, memo)
     c = memory_costs(model, setting, spec.optimizer)
-    L = model.num_layers
-    hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
-    e, b, h = lower[0] + lower[1], lower[2] + lower[3], lower[4] + lower[5]
-    S = e + L * b + h  # compute per microbatch at the lower bounds
-    U: dict[int, np.ndarray] = {}
-    tput = np.zeros((len(spec.hbm_gib), n))
-    # a smaller HBM's rows are a subset of a larger one's: each row's floor is computed once, and the HBM
-    # sizes, smallest first, take the running minimum over the rows each one adds (iteration_lower_bound_s
-    # of each size's rows, the same values: a minimum does not depend on the order it is taken in)
-    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps),
-                  key=lambda r: r.need_bytes)
-    best, k = np.full(n, np.inf), 0
-    for hh in sorted(range(len(spec.hbm_gib)), key=lambda hh: spec.hbm_gib[hh]):
-        cap = spec.hbm_gib[hh] * GiB
-        while k < len(rows) and rows[k].need_bytes <= cap:
-            r = rows[k]
-            if r.p not in U:
-                U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
-            best = np.minimum(best, _row_floor_s(r, S, U))
-            k += 1
-        if k:
-            tput[hh] = spec.global_batch / best
-    return c, tput
+    return lower, upper, c, throughput_bound(model, spec, c, lower, arch, cluster, max_p=max_p)
 
 
-def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net, memo: dict):
+def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net, memo: dict,
+                            max_p: int | None = None):
     """``setting_bounds`` of (chip, network) candidates (``net``: a ``NetworkCandidates``). Layer times: each
     candidate's own network's, once per distinct tier the setting's tensor-parallel collectives cross (the
     chips' compute ops costed once, ``memo``). Throughput bound: each chip's on ``net.fastest``, a network at
@@ -288,11 +311,12 @@ def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: Train
         lo = layer_lo[key]
     else:
         lo, _ = _layer_bounds(model, setting, base, fast, memo)
-    c, tput = _plan_bounds(model, spec, setting, base, net.fastest, lo)
-    return lower, upper, c, tput[:, chip]
+    c = memory_costs(model, setting, spec.optimizer)
+    return lower, upper, c, throughput_bound(model, spec, c, lo, base, net.fastest, max_p=max_p)[:, chip]
 
 
 def _layer_bounds(model, setting, arch, tier, memo):
+    """Lower and upper layer times [slot, chip] of one setting with its tensor-parallel collectives on ``tier``."""
     lo, up = np.zeros((len(SLOTS), len(arch))), np.zeros((len(SLOTS), len(arch)))
     for j, (kind, direction) in enumerate(SLOTS):
         lo[j], up[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
@@ -311,15 +335,89 @@ class NetworkCandidates:
     fastest: Cluster  # a network at least as fast as every choice (``phaze.hardware.chip_network.fastest``)
 
 
+def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower: np.ndarray, arch: ArchArrays,
+                     cluster: Cluster, min_p: int = 1, max_p: int | None = None) -> np.ndarray:
+    """[hbm, chip]: sequences/s no plan with layer times >= ``lower`` [slot, chip] and memory >= ``c``'s can
+    beat, over every row of ``_bound_rows`` (``min_p`` <= p <= ``max_p``)."""
+    n = lower.shape[1]
+    L = model.num_layers
+    hbm_Bps = float(arch.hbm_bandwidth_Bps[0] * arch.memory_efficiency[0])
+    e, b, h = lower[0] + lower[1], lower[2] + lower[3], lower[4] + lower[5]
+    S = e + L * b + h  # compute per microbatch at the lower bounds
+    U: dict = {}
+    tput = np.zeros((len(spec.hbm_gib), n))
+    # a smaller HBM's rows are a subset of a larger one's: each row's floor is computed once, and the HBM
+    # sizes, smallest first, take the running minimum over the rows each one adds (iteration_lower_bound_s
+    # of each size's rows, the same values: a minimum does not depend on the order it is taken in)
+    rows = sorted(_bound_rows(c, model, spec, cluster, max(spec.hbm_gib) * GiB, hbm_Bps, min_p, max_p),
+                  key=lambda r: r.need_bytes)
+    best, k = np.full(n, np.inf), 0
+    for hh in sorted(range(len(spec.hbm_gib)), key=lambda hh: spec.hbm_gib[hh]):
+        cap = spec.hbm_gib[hh] * GiB
+        while k < len(rows) and rows[k].need_bytes <= cap:
+            r = rows[k]
+            if r.p not in U:
+                U[r.p] = min_bottleneck_s(e, b, h, L, r.p)
+            if r.v > 1 and (r.p, r.v) not in U:
+                U[(r.p, r.v)] = bottleneck_s(e, b, h, L, r.p, r.v)
+            best = np.minimum(best, _row_floor_s(r, S, U))
+            k += 1
+        if k:
+            tput[hh] = spec.global_batch / best
+    return tput
+
+
+def plan_units(settings: tuple[TrainSetting, ...], per_stage_recompute: bool) -> tuple[tuple[int, ...], ...]:
+    """The settings' indices grouped into plan units: each setting alone, or (``per_stage_recompute``) the
+    settings that differ only in recompute together (the plans whose stages each pick one of their modes),
+    in order of first appearance."""
+    if not per_stage_recompute:
+        return tuple((i,) for i in range(len(settings)))
+    groups: dict = {}
+    for i, s in enumerate(settings):
+        groups.setdefault(replace(s, recompute="none"), []).append(i)
+    return tuple(tuple(g) for g in groups.values())
+
+
+def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: ArchArrays,
+               cluster: Cluster, net: NetworkCandidates | None = None) -> np.ndarray:
+    """[hbm, chip] throughput bound of a plan unit from its settings' ``setting_bounds`` (``parts``): the
+    largest of theirs (every plan of one mode; with >= 2 modes they need cover p = 1 only) and, with >= 2
+    modes, the bound of a pipeline whose stages may each use any of them (p >= 2), from each layer's least
+    lower time and least memory over the modes (above each mode's own bound at every p >= 2: its rows are a
+    superset, each no higher). ``net``: (chip, network) candidates, whose lower times are each on its own
+    network: their pipeline bound is taken on ``net.fastest`` (no plan is slower on it, so still an upper
+    bound; ``arch`` and ``cluster`` unused)."""
+    best = np.max([x[3] for x in parts], axis=0)
+    if len(parts) < 2:
+        return best
+    lower = np.min([x[0] for x in parts], axis=0)
+    floor = floor_costs({x[2].setting.recompute: x[2] for x in parts})
+    if net is not None:
+        arch, cluster = net.base, net.fastest  # arch: the HBM bandwidth only, the same for every chip
+    return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2))
+
+
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                 cluster: Cluster, net: NetworkCandidates | None = None) -> list[tuple]:
+                 cluster: Cluster, max_p: int | None = None, net: NetworkCandidates | None = None) -> list[tuple]:
     """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
     share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once.
     ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``)."""
     memo: dict = {}
     if net is not None:
-        return [setting_bounds_networks(model, spec, s, net, memo) for s in settings]
-    return [setting_bounds(model, spec, s, arch, cluster, memo) for s in settings]
+        return [setting_bounds_networks(model, spec, s, net, memo, max_p) for s in settings]
+    return [setting_bounds(model, spec, s, arch, cluster, memo, max_p) for s in settings]
+
+
+def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
+                      cluster: Cluster, net: NetworkCandidates | None = None) -> tuple[list[tuple], list[np.ndarray]]:
+    """``group_bounds`` of settings of one (microbatch, t), and the throughput bound of each of their plan units
+    (``plan_units``, ``unit_bound``), in the units' order. With units of several modes each setting's own bound
+    covers p = 1 only: the unit's bound from its floor costs (p >= 2) is above the settings' there. ``net``:
+    (chip, network) candidates (``setting_bounds_networks``)."""
+    units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
+    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net)
+    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net) for u in units]
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
@@ -335,16 +433,25 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
     args = [(model, spec, tuple(g), arch, cluster, net) for g in groups.values()]
     tick = on_setting or (lambda: None)
     done: dict[TrainSetting, tuple] = {}
+    unit_ub: dict[tuple[TrainSetting, ...], np.ndarray] = {}
+
+    def take(a, result) -> None:
+        parts, ubs = result
+        done.update(zip(a[2], parts))
+        units = plan_units(a[2], spec.plan_space_for(model).per_stage_recompute and not spec.paper)
+        unit_ub.update({tuple(a[2][i] for i in u): ub for u, ub in zip(units, ubs)})
+        for _ in a[2]:
+            tick()
+
     if executor is None:
         for a in args:
-            done.update(zip(a[2], group_bounds(*a)))
-            for _ in a[2]:
-                tick()
+            take(a, group_unit_bounds(*a))
     else:
-        for a, f in [(a, executor.submit(group_bounds, *a)) for a in args]:
-            done.update(zip(a[2], f.result()))
-            for _ in a[2]:
-                tick()
+        for a, f in [(a, executor.submit(group_unit_bounds, *a)) for a in args]:
+            take(a, f.result())
     parts = [done[s] for s in settings]
+    index = {s: i for i, s in enumerate(settings)}
+    units = tuple(sorted((tuple(index[s] for s in u) for u in unit_ub), key=lambda u: u[0]))
+    ub = np.stack([unit_ub[tuple(settings[i] for i in u)] for u in units])
     return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
-                       np.stack([p[1] for p in parts]), np.stack([p[3] for p in parts]))
+                       np.stack([p[1] for p in parts]), ub, units)

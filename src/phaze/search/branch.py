@@ -43,6 +43,7 @@ class BranchAndBound:
         w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
         self.w = np.tile(w, (len(spec.hbm_gib), 1)) if w.ndim == 1 else w
         self.prune, self.limit_s = prune, schedule_time_limit_s
+        self.plan_spaces = [spec.plan_space_for(b.model) for b in bounds]
         self.pareto = spec.pareto
         # score upper bound per (hbm, chip): mean over models of throughput bound / reference throughput
         self.ub = np.mean([b.throughput_ub / r for b, r in zip(bounds, ref_tput)], axis=0) / self.w
@@ -125,8 +126,9 @@ class BranchAndBound:
             self.sigs[c] = sig
             hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
             models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
-                                     {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib})
-                           for b, r in zip(self.bounds, self.ref_tput))
+                                     {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib},
+                                     b.units, self.plan_spaces[k])
+                           for k, (b, r) in enumerate(zip(self.bounds, self.ref_tput)))
             cluster = self.clusters[int(self.cands.network_index[c])] if self.clusters else self.cluster
             return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),

@@ -71,13 +71,14 @@ def winner_chip(spec: dict, row) -> Accelerator:
 def search_details(spec: dict, best) -> list[PlanDetail]:
     """Per model: the search winner's plan, evaluated again on the rebuilt chip under the runtime it was found
     with (empty when there is no winner)."""
-    from phaze.workload.runtime import PAPER_RUNTIME
+    from phaze.search.spec import search_runtime
 
     if best is None:
         return []
     acc = winner_chip(spec, best)
     cluster = stored_cluster(spec, best.chip)
-    runtime = PAPER_RUNTIME.with_(optimizer=spec.get("optimizer", "adam"))  # SearchSpec.runtime
+    # SearchSpec.runtime (a store without "plan_space" searched the paper's)
+    runtime = search_runtime(spec.get("plan_space", "paper"), spec.get("optimizer", "adam"))
     out = []
     for m, o in zip(spec["models"], best.outcomes):
         if not o.plan_json:

@@ -24,7 +24,7 @@ from phaze.search.bounds import SLOTS, with_times
 from phaze.units import GiB
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
-from phaze.workload.runtime import PAPER_PLAN_SPACE
+from phaze.workload.runtime import PAPER_PLAN_SPACE, PlanSpace
 
 _CACHE = ScheduleCache()  # one per worker process: identical layer problems are solved once
 # a layer whose vectorized upper and lower time bounds agree to this (relative; float64 rounding of sums of
@@ -40,7 +40,15 @@ class ModelTask:
     lower_s: np.ndarray  # [setting, slot] for this chip
     upper_s: np.ndarray
     reference_seq_per_s: float  # the score divides throughput by this (TPUv4-like under its best plan)
-    setting_ub: dict  # HBM GiB -> per-setting throughput upper bounds of this chip (vectorized bound)
+    setting_ub: dict  # HBM GiB -> per-unit throughput upper bounds of this chip (vectorized bound)
+    # the plan units (``phaze.search.bounds.plan_units``: setting indices searched together; empty: each
+    # setting alone) and the plan space their plans are searched in (``SearchSpec.plan_space_for``)
+    units: tuple[tuple[int, ...], ...] = ()
+    plan_space: PlanSpace = PAPER_PLAN_SPACE
+
+    @property
+    def unit_settings(self) -> tuple[tuple[int, ...], ...]:
+        return self.units or tuple((i,) for i in range(len(self.memory)))
 
 
 @dataclass(frozen=True)
@@ -98,7 +106,7 @@ DP_MEMO_MAX_ENTRIES = 200_000
 
 
 def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float = math.inf):
-    key = (mt.model, gib, cutoff_s, task.cluster, task.global_batch, task.devices,
+    key = (mt.model, mt.plan_space, gib, cutoff_s, task.cluster, task.global_batch, task.devices,
            float(task.accelerator.hbm_bandwidth_Bps * task.accelerator.memory_efficiency),
            lane_ops_per_s(task.accelerator),
            tuple((c.setting, c.embedding.fwd_s, c.embedding.bwd_s, c.block.fwd_s, c.block.bwd_s, c.head.fwd_s,
@@ -110,14 +118,12 @@ def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float 
     return _DP_MEMO[key]
 
 
-# the partition search per chip: v = 1, ZeRO-1 off, one recompute mode per plan (the paper's plan space; the
-# microbatch sizes, widths and recompute modes are in the settings costed, ``SearchSpec.settings``)
-CHIP_PLAN_SPACE = PAPER_PLAN_SPACE
-
-
 def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float):
+    """The partition search per chip in the search's plan space (``mt.plan_space``: its interleavings, ZeRO
+    stages, per-stage recompute; the microbatch sizes, widths, sequence parallelism and recompute modes are in
+    the settings costed, ``SearchSpec.settings``)."""
     return best_plan_from_costs(costs, mt.model.num_layers, task.cluster, task.global_batch,
-                                _device(task.accelerator, gib), CHIP_PLAN_SPACE, devices=task.devices,
+                                _device(task.accelerator, gib), mt.plan_space, devices=task.devices,
                                 cutoff_s=cutoff_s)
 
 
@@ -147,7 +153,7 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
                              num_workers=task.schedule_subsolvers)
         if exact:
             counter[0] += 1
-            counter[1] += sched.status != "optimal"
+            counter[1] += not sched.proven_optimal
             counter[2] += _CACHE.hits > hits
             out[j] = sched.makespan_s
         else:
@@ -158,33 +164,42 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
 def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: float, times_cache: dict,
                counter: list[int]):
     """The best plan of one model on this chip with ``gib`` of HBM, scheduling layers exactly only for the
-    settings whose plan under lower-bound layer times can reach ``threshold_seq_per_s`` (0: all settings).
+    plan units (one setting, or the settings differing only in recompute, ``mt.units``) whose plan under
+    lower-bound layer times can reach ``threshold_seq_per_s`` (0: all units).
     Returns (candidate or None, throughput, exact, probed): exact is False when the chip provably stays
-    below the threshold (its throughput is then only known to be lower); probed counts the settings that
+    below the threshold (its throughput is then only known to be lower); probed counts the units that
     needed exact layer times."""
     B = task.global_batch
     cutoff = B / threshold_seq_per_s * (1 + TIE_RTOL) if threshold_seq_per_s > 0 else math.inf
+    units = mt.unit_settings
+
+    def costs_of(idx, times) -> dict:
+        return {mt.memory[i].setting: with_times(mt.memory[i], times(i)) for i in idx}
+
     ub = []
-    for i, c in enumerate(mt.memory):
-        if mt.setting_ub[gib][i] < threshold_seq_per_s * (1 - TIE_RTOL):
-            ub.append(0.0)  # the vectorized bound already rules this setting out
+    for u, idx in enumerate(units):
+        if mt.setting_ub[gib][u] < threshold_seq_per_s * (1 - TIE_RTOL):
+            ub.append(0.0)  # the vectorized bound already rules this unit out
             continue
-        cand = _best({c.setting: with_times(c, mt.lower_s[i])}, task, mt, gib, cutoff)
+        cand = _best(costs_of(idx, lambda i: mt.lower_s[i]), task, mt, gib, cutoff)
         ub.append(B / cand.iteration_time_s if cand else 0.0)  # 0: nothing fits, or cut off
     best, best_tput, probed = None, 0.0, 0
-    for i in sorted(range(len(ub)), key=lambda i: (-ub[i], i)):
-        if ub[i] <= 0 or ub[i] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
+    for u in sorted(range(len(ub)), key=lambda u: (-ub[u], u)):
+        if ub[u] <= 0 or ub[u] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
             break
         probed += 1
-        c = mt.memory[i]
-        if i not in times_cache:
+        idx = units[u]
+        if any(i not in times_cache for i in idx):
             if threshold_seq_per_s > 0 or best_tput > 0:  # a sharper bound may settle it without CP-SAT
-                lb = setting_times(task, mt, i, counter, exact=False)
+                lb = {i: times_cache[i] if i in times_cache else setting_times(task, mt, i, counter, exact=False)
+                      for i in idx}
                 cut = B / max(threshold_seq_per_s, best_tput) * (1 + TIE_RTOL)
-                if _best({c.setting: with_times(c, lb)}, task, mt, gib, cut) is None:
+                if _best(costs_of(idx, lb.__getitem__), task, mt, gib, cut) is None:
                     continue
-            times_cache[i] = setting_times(task, mt, i, counter, exact=True)
-        cand = _best({c.setting: with_times(c, times_cache[i])}, task, mt, gib)
+            for i in idx:
+                if i not in times_cache:
+                    times_cache[i] = setting_times(task, mt, i, counter, exact=True)
+        cand = _best(costs_of(idx, times_cache.__getitem__), task, mt, gib)
         if cand is not None and B / cand.iteration_time_s > best_tput:
             best, best_tput = cand, B / cand.iteration_time_s
     return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL), probed

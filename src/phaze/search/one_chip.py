@@ -98,7 +98,7 @@ def one_chip_latency(model: ModelConfig, accelerator: Accelerator, microbatch_si
         problem = build_problem(layer_graph(model, setting, kind, direction), accelerator, None)
         sched = solve_cached(problem, cache, time_limit_s)
         solved += 1
-        not_optimal += sched.status != "optimal"
+        not_optimal += not sched.proven_optimal
         slot_s.append(float(sched.makespan_s))
     total = float(np.dot(layer_counts(model), slot_s))
     energy = float(energy_j(model, setting, accelerator.as_arrays())[0]) if with_energy else None

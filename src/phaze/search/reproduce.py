@@ -90,7 +90,9 @@ def area_split(acc: Accelerator) -> str | None:
 
 def paper_spec(model, **overrides) -> SearchSpec:
     """The paper's setting (``SearchSpec`` defaults: 1024 devices, batch 4096, flat 4 GiB/s network, HBM
-    32/64/80 GiB, microbatch 1/2/4/8, recompute none/full) for one model; ``overrides`` change fields."""
+    32/64/80 GiB, microbatch 1/2/4/8; the paper's plan space: recompute none/full, v = 1, no sequence
+    parallelism, no ZeRO) for one model; ``overrides`` change fields (``plan_space_name="full"`` too)."""
+    overrides.setdefault("plan_space_name", "paper")
     return SearchSpec(models=(model,), **overrides)
 
 

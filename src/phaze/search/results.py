@@ -284,6 +284,31 @@ class SearchResult:
     # the winner's and the reference's network (``ChipNetwork.to_dict``) when the space has a network axis
     network: dict | None = None
     reference_network: dict | None = None
+    # the second reference, the real TPU v4 (``tpuv4`` preset), one per model; () for the paper's space
+    real_references: tuple[ReferenceRow, ...] = ()
+
+    def gains(self) -> list[dict]:
+        """Per model, the winner's throughput over each reference's under its best plan: ``vs`` {reference chip
+        name: ratio} at the reference's own HBM (32 GiB), and ``vs_equal_hbm`` the same with the reference given
+        the winner's HBM capacity (``ReferenceRow.at_best_hbm``; equal to ``vs`` when the winner has 32 GiB; None
+        when the reference fits no plan). HBM capacity lies outside the area budget and the search buys it for
+        any chip, so the equal-HBM ratio is the gain of the chip's design alone (docs/chip-model.md)."""
+        if self.best is None:
+            return []
+        out = []
+        for k, o in enumerate(self.best.outcomes):
+            vs, eq = {}, {}
+            for refs in (self.references, self.real_references):
+                if k >= len(refs):
+                    continue
+                r = refs[k]
+                at = r.at_best_hbm
+                same = at.best_seq_per_s if at is not None else (r.best_seq_per_s if r.hbm_gib == self.best.hbm_gib
+                                                                 else None)
+                vs[r.chip_name] = o.throughput_seq_per_s / r.best_seq_per_s if r.best_seq_per_s else None
+                eq[r.chip_name] = o.throughput_seq_per_s / same if same else None
+            out.append({"model": o.model, "hbm_gib": self.best.hbm_gib, "vs": vs, "vs_equal_hbm": eq})
+        return out
 
     def to_dict(self) -> dict:
         return {"store": self.store, "spec": self.spec, "counts": self.counts,
@@ -291,6 +316,7 @@ class SearchResult:
                 "references": [r.to_dict() for r in self.references], "pareto": [r.to_dict() for r in self.pareto],
                 "wall_time_s": self.wall_time_s, "per_model": [r.to_dict() for r in self.per_model],
                 "wins_because": self.wins_because, "tco": self.tco, "fronts": self.fronts,
+                "real_references": [r.to_dict() for r in self.real_references], "gains": self.gains(),
                 "network": self.network, "reference_network": self.reference_network}
 
     @classmethod
@@ -304,7 +330,9 @@ class SearchResult:
                    _get(d, "wall_time_s", _NUM, where),
                    chip_rows(_get(d, "per_model", (list,), where, required=False) or [], f"{where} per-model row"),
                    *(_get(d, k, (dict,), where, required=False) or {} for k in ("wins_because", "tco", "fronts")),
-                   *(_get(d, k, (dict, _NONE), where, required=False) for k in ("network", "reference_network")))
+                   real_references=reference_rows(_get(d, "real_references", (list,), where, required=False) or [],
+                                                  f"{where} TPU v4 reference"),
+                   **{k: _get(d, k, (dict, _NONE), where, required=False) for k in ("network", "reference_network")})
 
 
 assert [f.name for f in fields(ChipRow)][:14] == list(_ROW_KINDS)  # to_dict writes the store's column order

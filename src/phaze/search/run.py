@@ -24,8 +24,9 @@ from phaze.units import GiB
 
 
 def reference_cluster(spec: SearchSpec, cluster):
-    """The cluster the reference chip is scored on: its own network's (TPU v4's ICI) when the space has a network
-    axis (every candidate then has its own network), else the search's ``cluster``."""
+    """The cluster the references are scored on: their own network's (TPU v4's ICI, which both the TPUv4-like chip
+    and the real TPU v4 have) when the space has a network axis (every candidate then has its own network), else
+    the search's ``cluster``."""
     from phaze.hardware.chip_network import network_cluster
 
     net = spec.space.reference_network
@@ -39,12 +40,13 @@ def candidate_clusters(spec: SearchSpec, cands) -> tuple:
     return tuple(network_cluster(n, spec.devices) for n in cands.networks)
 
 
-def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float) -> list[ReferenceRow]:
-    """``refs`` with, per model, the reference chip's best plan at ``hbm_gib`` (``at_best_hbm``: hbm_gib,
-    best_seq_per_s, best_plan; 0 and the reason when nothing fits) where that is not its own HBM size: the
-    co-search sweeps HBM sizes outside the area budget, so a winner with more HBM than the reference is
-    also compared with the reference given the same."""
-    chip = spec.space.reference
+def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float,
+                     chip=None) -> list[ReferenceRow]:
+    """``refs`` with, per model, the reference chip's (default: the space's TPUv4-like ``reference``) best plan at
+    ``hbm_gib`` (``at_best_hbm``: hbm_gib, best_seq_per_s, best_plan; 0 and the reason when nothing fits) where
+    that is not its own HBM size: the co-search sweeps HBM sizes outside the area budget, so a winner with more
+    HBM than the reference is also compared with the reference given the same (the winner's gain at equal HBM)."""
+    chip = chip or spec.space.reference
     if float(hbm_gib) == chip.hbm_bytes / GiB:
         return refs
     bigger = replace(chip, hbm_bytes=int(hbm_gib * GiB))
@@ -59,15 +61,17 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gi
     return out
 
 
-def references(spec: SearchSpec, cluster) -> list[ReferenceRow]:
-    """TPUv4-like chip (its own 32 GiB HBM) under its best plan and under the paper's fixed plan. Its best
-    plan comes from the same plan space as every candidate's (v = 1, no sequence parallelism, no ZeRO-1,
-    one recompute mode per plan), so the scores compare like with like."""
+def references(spec: SearchSpec, cluster, chip=None) -> list[ReferenceRow]:
+    """A reference chip (default: the space's TPUv4-like chip; ``spec.space.real_reference`` is the second, the
+    real TPU v4), its own 32 GiB HBM, under its best plan and under the paper's fixed plan. Its best plan comes
+    from the same plan space and runtime as every candidate's (``spec.plan_space``, the paper's or the full
+    one), so the scores compare like with like."""
     from phaze.placement.baseline_plans import paper_baseline
     from phaze.hardware.area import area_mm2
 
     out = []
-    chip = spec.space.reference  # the TPUv4-like chip of the space's template (with or without the hierarchy)
+    # the TPUv4-like chip of the space's template (with or without the hierarchy) unless another is given
+    chip = chip or spec.space.reference
     for m in spec.models:
         from phaze.search.explain import chip_facts
         try:
@@ -195,10 +199,16 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     try:
         refs = store.get_meta("references")
         refs = None if refs is None else list(reference_rows(refs))
-        refs_job = None
+        real = spec.space.real_reference  # the second reference, the real TPU v4 (None: the paper's space)
+        reals = store.get_meta("real_references") if real is not None else []
+        reals = None if reals is None else list(reference_rows(reals))
+        refs_job = reals_job = None
         if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
             prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
             refs_job = executor.submit(references, spec, ref_cluster)
+        if reals is None:
+            prog.note("evaluating the TPU v4 reference chip (on a worker, alongside the bounds)")
+            reals_job = executor.submit(references, spec, ref_cluster, real)
         total = len(cands) * len(spec.hbm_gib)
         per_model = []
         bounds = []
@@ -212,6 +222,9 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         if refs_job is not None:
             refs = refs_job.result()
             store.put_meta("references", [r.to_dict() for r in refs])
+        if reals_job is not None:
+            reals = reals_job.result()
+            store.put_meta("real_references", [r.to_dict() for r in reals])
         ref_tput = [r.best_seq_per_s or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
                             weights, clusters)
@@ -239,9 +252,6 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 top = sub.rows(top=1)
                 if top:
                     per_model.append(replace(ChipRow.from_dict(top[0]), model=m.name))
-        if own:
-            executor.shutdown(wait=True)
-        finished = True
         rows = list(chip_rows(store.rows(status="exact")))
         front = pareto_front(rows)
         if rows:
@@ -251,6 +261,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 prog.note(f"the TPUv4-like reference at the best chip's HBM ({g} GiB)")
                 refs = reference_at_hbm(spec, ref_cluster, refs, g)
                 store.put_meta("references", [r.to_dict() for r in refs])
+            if real is not None and g != real.hbm_bytes / GiB and any(
+                    (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in reals):
+                prog.note(f"the TPU v4 reference at the best chip's HBM ({g} GiB)")
+                reals = reference_at_hbm(spec, ref_cluster, reals, g, real)
+                store.put_meta("real_references", [r.to_dict() for r in reals])
             prog.note("explaining the answer: power and what bounds each reported chip's time")
             rows[0] = _explain(rows[0], spec, cands, cluster)
             front = [rows[0] if (r.chip, r.hbm_gib) == (rows[0].chip, rows[0].hbm_gib)
@@ -263,9 +278,12 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             if why:
                 prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
                           "chip's best plan searched again; TCO and the Pareto fronts")
-                explained_why = _why(rows, refs, spec, cands, cluster, ref_cluster)
+                explained_why = _why(rows, refs, reals, spec, cands, cluster, ref_cluster, executor)
                 for k, v in explained_why.items():
                     store.put_meta(k, v)
+        if own:
+            executor.shutdown(wait=True)
+        finished = True
     finally:
         if not finished and own:  # an error, Ctrl-C or SIGTERM: stop the workers now (finished chips are committed)
             abort(executor)
@@ -274,8 +292,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     nets = {"network": cands.network(rows[0].chip).to_dict() if rows and clusters else None,
             "reference_network": spec.space.reference_network.to_dict() if clusters else None}
     return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, tuple(refs),
-                        tuple(front), time.perf_counter() - t0, tuple(per_model), **(explained_why if rows else {}),
-                        **nets)
+                        tuple(front), time.perf_counter() - t0, tuple(per_model), real_references=tuple(reals),
+                        **(explained_why if rows else {}), **nets)
 
 
 def own_cluster(spec: SearchSpec, cands, chip: int, cluster):
@@ -298,8 +316,10 @@ def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     return out
 
 
-def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster, ref_cluster) -> dict:
-    """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``)."""
+def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref_cluster, executor=None) -> dict:
+    """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``);
+    ``executor``: the search's pool, for the decomposition's chips; ``ref_cluster``: the references' network's
+    (``reference_cluster``)."""
     from phaze.search.fronts import fronts, point_rows, tco_table
     from phaze.search.why import wins_because
 
@@ -307,13 +327,18 @@ def _why(rows: list[ChipRow], refs, spec: SearchSpec, cands, cluster, ref_cluste
     acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
+    real = spec.space.real_reference
     win_net, ref_net = cands.network(int(best.chip)), spec.space.reference_network
     networks = None if win_net is None else {"reference": (ref_net, ref_cluster),
                                              "winner": (win_net, own_cluster(spec, cands, best.chip, cluster))}
-    try:
-        why = wins_because(spec, cluster, acc, ref_accs, networks)
-    except InfeasibleError:  # the reference has no plan for every model: no ratio to decompose
-        why = {}
+    # the search's own throughputs of each reference (its best plan at its own HBM, on the references' network)
+    # and of the winner (on its own network)
+    known = [(spec.space.reference, [r.best_seq_per_s for r in refs], "reference"),
+             (acc, [o.throughput_seq_per_s for o in best.outcomes], "winner")]
+    if real is not None and reals:
+        ref_accs[real.name] = real
+        known.append((real, [r.best_seq_per_s for r in reals], "reference"))
+    why = wins_because(spec, cluster, acc, ref_accs, known, executor, networks)
     nets = None if win_net is None else {"winner": win_net, **{name: ref_net for name in ref_accs}}
-    return {"wins_because": why, "tco": tco_table(best, acc, refs, ref_accs, nets),
+    return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs, nets),
             "fronts": fronts(point_rows(rows, refs, cands))}

@@ -6,14 +6,16 @@ again in the search's plan space and runtime, ``phaze.search.run.fixed_chip_plan
 A step's speedup is value(after) / value(before), value = mean over the search's models of throughput /
 the reference's throughput, so the steps multiply to value(winner) / value(reference) = the winner's
 throughput ratio (one model) or its throughput score (several). The order matters (a step is measured with
-every earlier resource already the winner's); it is stated with the result.
+every earlier resource already the winner's); it is stated with the result. The plan-space step is 1 because
+every chip of a search, the references included, is scored in the same plan space (the full one or the paper's,
+``SearchSpec.plan_space_name``): the gain of the full plan space over the paper's is the same chip's in both
+(``benchmarks/bench_plan_space.py`` reports it), not a difference between two chips.
 
 A step whose intermediate chip cannot be built (the template refuses it) or on which no plan fits is merged
-with the next step, and the merged step says so. The plan space is the same for every chip of a search, so its
-step is 1 by construction. The network: with a network axis (issue 34 item 5) every chip step runs on the
-reference's own network (TPU v4's ICI) and the "network" step then moves the winner's chip onto the winner's
-network (a real speedup, its area and peak power with the network's PHY); without one, every chip shares the
-search's cluster and the step is 1 by construction.
+with the next step, and the merged step says so. The network: with a network axis (issue 34 item 5) every chip
+step runs on the reference's own network (TPU v4's ICI) and the "network (cluster)" step then moves the winner's
+chip onto the winner's network (a real speedup; its area and peak power with that network's PHY); without one,
+every chip shares the search's cluster and the step is 1 by construction.
 """
 from __future__ import annotations
 
@@ -38,9 +40,9 @@ _NAMED = {f for _, fs in STEPS for f in fs}
 REST = ("clock and the other chip constants",
         tuple(f.name for f in fields(Accelerator) if f.name != "name" and f.name not in _NAMED))
 # steps that are not the chip's: the same for every chip of a search
-NETWORK_STEP = "network (scale-up and scale-out)"
+NETWORK_STEP = "network (cluster)"
 NOT_CHIP = ((NETWORK_STEP, "the same cluster network for every chip of the search (no per-chip network)"),
-            ("plan space", "the same plan space for every chip of the search"))
+            ("plan space", "the same plan space (--plan-space) for every chip of the search"))
 
 
 def _value(tputs: list[float], ref_tputs: list[float]) -> float:
@@ -142,20 +144,86 @@ def _plain(v):
     return v if isinstance(v, (str, bool)) else (int(v) if float(v).is_integer() else float(v))
 
 
+def _chip_key(chip: Accelerator) -> tuple:
+    return tuple((k, v) for k, v in asdict(chip).items() if k != "name")
+
+
+def step_chips(reference: Accelerator, winner: Accelerator) -> list[Accelerator]:
+    """The intermediate chips ``decompose`` evaluates when every step can be built, in order (the last is the
+    winner's design): what ``wins_because`` hands to the workers ahead of the decomposition."""
+    cur, out = reference, []
+    for resource, names in list(STEPS) + [REST]:
+        want = {f: getattr(winner, f) for f in names if getattr(cur, f) != getattr(winner, f)}
+        if want:
+            try:
+                cur = replace(cur, name=f"{reference.name} -> {winner.name}: {resource}", **want)
+            except ConfigError:
+                return out  # decompose merges this step with the next: evaluated there, one at a time
+            out.append(cur)
+    return out
+
+
+def chip_throughput(model, chip: Accelerator, spec, cluster) -> float | None:
+    """The chip's throughput (seq/s) for ``model`` under its best plan (``fixed_chip_plan``), None when no plan
+    fits (a worker task: ``decompose`` then meets the error itself)."""
+    from phaze.search.fixed_plan import fixed_chip_plan
+
+    try:
+        return float(fixed_chip_plan(model, chip, spec, cluster).best.throughput_seq_per_s)
+    except (ConfigError, InfeasibleError):
+        return None
+
+
 def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator],
-                 networks: dict | None = None) -> dict[str, list[dict]]:
+                 known: list[tuple] = (), executor=None, networks: dict | None = None) -> dict[str, list[dict]]:
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
-    search's plan space and runtime); one schedule cache for every intermediate chip. ``networks``:
-    {"reference": (ChipNetwork, Cluster), "winner": (ChipNetwork, Cluster)} when the chips have their own
-    networks (``cluster`` then unused)."""
+    search's plan space and runtime); each chip evaluated once, a reference with no plan for every model (or a
+    winner without) left out. ``known``: (chip, per-model throughput[, "reference" or "winner": the network it
+    was found on, default "reference"]) the search already found by the same machinery (the reference's best
+    plan, the winner's), not searched again. ``executor``: the search's pool; the intermediate chips of every
+    reference (``step_chips``) are evaluated on it at once, otherwise one after another here with one schedule
+    cache. ``networks``: {"reference": (ChipNetwork, Cluster), "winner": (ChipNetwork, Cluster)} when the chips
+    have their own networks (``cluster`` then unused): every chip step on the reference's, the network step onto
+    the winner's (``decompose``)."""
     from phaze.schedule import ScheduleCache
     from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
+    clusters = {"reference": cluster, "winner": cluster} if networks is None else \
+        {k: v[1] for k, v in networks.items()}
 
-    def evaluate(model, chip, which: str | None = None) -> float:
-        cl = cluster if which is None else networks[which][1]
-        return fixed_chip_plan(model, chip, spec, cl, schedule_cache=cache).best.throughput_seq_per_s
+    def on(which: str) -> str:  # without networks every chip is on the one cluster
+        return which if networks is not None else "reference"
+
+    memo = {(m.name, on(k[2] if len(k) > 2 else "reference"), _chip_key(k[0])): float(t)
+            for k in known for m, t in zip(spec.models, k[1]) if t > 0}
+    if executor is not None:
+        jobs = {}
+        for ref in references.values():
+            for chip in [ref, *step_chips(ref, winner)]:
+                for m in spec.models:
+                    key = (m.name, "reference", _chip_key(chip))
+                    if key not in memo and key not in jobs:
+                        jobs[key] = executor.submit(chip_throughput, m, chip, spec, clusters["reference"])
+        if networks is not None:  # the network step: the winner's chip on its own network
+            for m in spec.models:
+                key = (m.name, "winner", _chip_key(winner))
+                if key not in memo and key not in jobs:
+                    jobs[key] = executor.submit(chip_throughput, m, winner, spec, clusters["winner"])
+        memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
+
+    def evaluate(model, chip, which: str = "reference") -> float:
+        key = (model.name, on(which), _chip_key(chip))
+        if key not in memo:
+            memo[key] = fixed_chip_plan(model, chip, spec, clusters[on(which)],
+                                        schedule_cache=cache).best.throughput_seq_per_s
+        return memo[key]
 
     nets = None if networks is None else {k: v[0] for k, v in networks.items()}
-    return {name: decompose(ref, winner, spec.models, evaluate, nets) for name, ref in references.items()}
+    out = {}
+    for name, ref in references.items():
+        try:
+            out[name] = decompose(ref, winner, spec.models, evaluate, nets)
+        except InfeasibleError:  # no ratio to decompose
+            continue
+    return out

@@ -68,8 +68,8 @@ def panel_accelerator(case: dict) -> Accelerator:
     """The phaze chip of a panel case: one tensor core of the case's array with its operand buffer and
     accumulator, a GLB of the case's capacity whose banks deliver ``glb_bytes_per_cycle``
     (:func:`glb_organisation`) through a crossbar link as wide, HBM at ``hbm_bytes_per_cycle``. The template
-    needs a vector core; it gets one lane, so the bandwidth slice it holds while idle (phaze.cost.onchip) is
-    small: 2 x 2 B against the tensor core's (R + C) x 2 B. Template fields this version of the Accelerator
+    needs a vector core; it gets one lane, and idle it takes no bandwidth (an op alone has all of the GLB and HBM,
+    phaze.cost.onchip). Template fields this version of the Accelerator
     lacks are left out (the paper's template has unlimited GLB bandwidth). The only place that maps a case
     onto the template: change it when the template changes.
 
@@ -82,9 +82,8 @@ def panel_accelerator(case: dict) -> Accelerator:
     bw = int(case["glb_bytes_per_cycle"])
     cores = panel_cores(case)
     kw = dict(name=f"panel {case['name']}", num_tc=cores, tc_rows=int(case["rows"]), tc_cols=int(case["cols"]),
-              # one vector core of one lane: a panel case is one tensor core alone, and the chip model gives
-              # each core kind a fixed slice of the GLB/HBM bandwidth in proportion to its peak demand
-              # (phaze.cost.onchip); a 1-lane vector core leaves the tensor core 91-99% of it
+              # one vector core of one lane: a panel case is its tensor cores alone (the template needs a vector
+              # core; an op alone has all of the GLB/HBM bandwidth, phaze.cost.onchip)
               num_vc=1, vc_width=1, glb_bytes=int(case["glb_bytes"]), hbm_bytes=32 * _GiB,
               hbm_bandwidth_Bps=cores * float(case["hbm_bytes_per_cycle"]) * FREQ_HZ, freq_hz=FREQ_HZ,
               bytes_per_element=int(case["bytes_per_element"]))

@@ -51,7 +51,9 @@ class Runtime:
     ``--deterministic-mode``). ``grad_accum_fusion``: Megatron-LM's gradient-accumulation fusion.
     ``memory_reserve_bytes``: HBM per device no plan may use.
 
-    The defaults are today's kernels and formats (flash attention, bf16), what ``phaze plan`` assumes;
+    The defaults are what a current Megatron-Core / NeMo recipe runs (``BEST_PRACTICE``): flash attention,
+    bf16, TP communication overlapped (None resolves to on, off under ``deterministic``, which refuses it) and
+    the data-parallel reduce / gather overlapped; the distributed optimizer is a plan choice (``PlanSpace.zero``).
     ``PAPER_RUNTIME`` is the paper's setting the co-search scores chips in.
     """
 
@@ -60,9 +62,9 @@ class Runtime:
     grad_dtype: str = DEFAULT_GRAD_DTYPE
     optimizer: str = "adam"
     optimizer_state: str = DEFAULT_OPTIMIZER_STATE
-    tp_overlap: bool = False
+    tp_overlap: bool | None = None  # None: on unless deterministic (best practice)
     tp_overlap_config: str = DEFAULT_TP_OVERLAP_CONFIG
-    dp_overlap: bool = False
+    dp_overlap: bool = True
     deterministic: bool = False
     grad_accum_fusion: bool = True
     memory_reserve_bytes: float = float(DEFAULT_MEMORY_RESERVE_BYTES)
@@ -92,6 +94,8 @@ class Runtime:
             raise ConfigError(f"--recompute-modules: unknown module {bad[0] if bad else '(none given)'!r}; use some "
                               f"of {', '.join(RECOMPUTE_MODULES)}")
         object.__setattr__(self, "recompute_modules", mods)
+        if self.tp_overlap is None:
+            object.__setattr__(self, "tp_overlap", not self.deterministic)
         for name in ("tp_overlap", "dp_overlap", "deterministic", "grad_accum_fusion", "moe_a2a_overlap"):
             if not isinstance(getattr(self, name), bool):
                 raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
@@ -162,9 +166,18 @@ class Runtime:
         return replace(base, **{f.name: d[f.name] for f in fields(cls) if f.name in d})
 
 
+# What the defaults follow, and where each comes from (the assumptions table prints it): Megatron-Core / NeMo 2
+# recipes (NeMo's llama3_70b / gpt3_175b performance recipes turn on tp_comm_overlap, overlap_grad_reduce and
+# overlap_param_gather with the distributed optimizer; Megatron-LM's README "--overlap-grad-reduce
+# --overlap-param-gather"; flash attention and bf16 as every current recipe)
+BEST_PRACTICE = (("attention", "flash"), ("precision", "bf16"), ("tp_overlap", "on (plans with sequence parallelism)"),
+                 ("dp_overlap", "on"), ("distributed optimizer / ZeRO", "searched (0-3)"))
+
+
 # The paper's setting (and the co-search's): standard attention, fp16, the gradient reduce overlapped, no HBM
 # reserve (the chip's whole HBM), as the Phaze paper's plans run.
-PAPER_RUNTIME = Runtime(attention="standard", precision="fp16", dp_overlap=True, memory_reserve_bytes=0.0)
+PAPER_RUNTIME = Runtime(attention="standard", precision="fp16", tp_overlap=False, dp_overlap=True,
+                        memory_reserve_bytes=0.0)
 
 
 def _tuple(name: str, values, kind=int) -> tuple:
