@@ -273,8 +273,9 @@ def check_export_path(path: str | None) -> None:
 
 def export_chip(result, path: str) -> str:
     """Write a co-search's winning chip (its HBM size set) as a chip file that ``--accelerator FILE`` takes
-    (``evaluate``, ``plan``, ``search``): evaluating its stored plan on that file gives the throughput the
-    search reported. Written whole or not at all; returns the path."""
+    (``evaluate``, ``plan``, ``estimate``, ``schedule``), with its own network (``network``: the result's, when
+    the space has a network axis; their default cluster): evaluating its stored plan on that file gives the
+    throughput the search reported. Written whole or not at all; returns the path."""
     import json
     import os
     from dataclasses import asdict
@@ -288,6 +289,11 @@ def export_chip(result, path: str) -> str:
     acc = winner_chip(result.spec, result.best)
     fields = asdict(acc)
     fields["name"] = Path(path).stem
+    if result.network:  # its own network (issue 34 item 5): evaluate/plan --accelerator FILE run on it by default
+        from phaze.hardware.chip_network import ChipNetwork, file_fields
+        n = result.network
+        fields["network"] = file_fields(ChipNetwork(int(n["scale_up_chips"]), float(n["scale_up_Bps"]), n["topology"],
+                                                    float(n["scale_out_Bps"])))
     if Path(path).suffix.lower() == ".json":
         text = json.dumps(fields, indent=1) + "\n"
     else:

@@ -110,6 +110,29 @@ class ChipNetwork:
                 "network_usd": float(network_usd(self))}
 
 
+# A chip file's optional ``network`` mapping (docs/chip-file.md): the four fields that define a ChipNetwork.
+FILE_FIELDS = {"scale_up_chips": "pos_int", "scale_up_Bps": "pos_float", "topology": "str",
+               "scale_out_Bps": "nonneg_float"}
+
+
+def network_from_mapping(data, source: str) -> ChipNetwork:
+    """A ChipNetwork from a chip file's ``network`` mapping (``FILE_FIELDS``); one-line ConfigError naming
+    ``source`` and every bad field."""
+    from phaze.filefields import check_fields
+
+    d = check_fields(data, FILE_FIELDS, source, tuple(FILE_FIELDS), "network fields")
+    try:
+        return ChipNetwork(**d)
+    except ConfigError as err:
+        raise ConfigError(f"{source}: {err}") from None
+
+
+def file_fields(net: ChipNetwork) -> dict:
+    """The ``network`` mapping of a chip file (``network_from_mapping`` reads it back to ``net``)."""
+    return {"scale_up_chips": int(net.scale_up_chips), "scale_up_Bps": float(net.scale_up_Bps),
+            "topology": net.topology, "scale_out_Bps": float(net.scale_out_Bps)}
+
+
 def torus_dims(chips: int) -> int:
     """Dimensions of a torus of ``chips`` (module docstring)."""
     return max(1, min(3, math.ceil(math.log2(chips) / 2)))
