@@ -168,14 +168,18 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     if b is not None:
         o = b.outcomes[0]
         acc = cands.arch.accelerator(b.chip, name=f"phaze-{model.name}")
+        net = cands.network(b.chip)  # its own network (a space with a network axis): named beside the chip
         rows.append(ReproduceRow(model.name, "phaze", "best", o.throughput_seq_per_s,
                                  ratio(o.throughput_seq_per_s), b.area_mm2, o.power_w, b.hbm_gib,
-                                 chip_text(acc),
+                                 chip_text(acc) + (f"; network {net.name}" if net is not None else ""),
                                  o.plan, o.iteration_time_s, res.wall_time_s, res.counts["exact"],
                                  res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal"),
                                  o.bound_by, area_split(acc)))
     tpu = spec.space.reference  # the TPUv4-like chip of the space's template
-    tpu_area = float(area_mm2(tpu))
+    # areas with the network's PHY where the chips have networks (the winner's is in its row; the fixed chips are
+    # on the reference's network, TPU v4's ICI)
+    phy_mm2 = _reference_phy_mm2(spec)
+    tpu_area = float(area_mm2(tpu)) + phy_mm2
     tpu_gib = tpu.hbm_bytes / GiB
     rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.power_w,
                              tpu_gib, chip_text(tpu), ref.best_plan, spec.global_batch / ref_tput if ref_tput else None,
@@ -202,10 +206,18 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     best, paper = chip_plans(model, sp.accelerator, spec, cluster, spec.hbm_gib, ScheduleCache())
     for kind, d in (("best", best), ("paper", paper)):
         rows.append(ReproduceRow(model.name, "spotlight", kind, d["throughput_seq_per_s"], ratio(d["throughput_seq_per_s"]),
-                                 sp.area_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
+                                 sp.area_mm2 + phy_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
                                  sp.schedules_not_optimal, d["bound_by"], area_split(sp.accelerator)))
     return rows, dict(res.counts)
+
+
+def _reference_phy_mm2(spec: SearchSpec) -> float:
+    """PHY area of the reference's network (TPU v4's ICI) when the space has a network axis, else 0."""
+    from phaze.hardware.chip_network import phy_area_mm2
+
+    net = spec.space.reference_network
+    return float(phy_area_mm2(net)) if net is not None else 0.0
 
 
 def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
