@@ -20,8 +20,10 @@ Area: PHY (SerDes) area per one-way B/s, ``PHY_MM2_PER_BPS``, on both tiers' ban
 it adds to the die (its cost, the area budget) but not to the on-chip wire distances of ``phaze.hardware.power``.
 Power: ``SERDES_J_PER_BIT`` per bit sent (a link's transmitter and receiver), every link busy at peak.
 Cost: per one-way B/s, the switch ports and optics the chip's links need (``network_usd``), added to the TCO
-(``phaze.hardware.cost``); a torus's links are direct chip-to-chip cables (not priced; their SerDes are in the
-die's area, so in its cost).
+(``phaze.hardware.cost``). A scale-up tier's copper cables are priced in neither topology: a switch's scale-up
+is its ports, a torus's nothing beyond the chips' own SerDes (in the die's area, so in its cost), as a torus
+needs no switch. So the reference's TPU v4 ICI costs $0 here; its optical circuit switches and optics, which
+join its 4 x 4 x 4 cubes, are "<5% of system cost" (Jouppi et al., ISCA 2023), left out like the cables.
 """
 from __future__ import annotations
 
