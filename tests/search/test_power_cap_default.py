@@ -10,8 +10,11 @@ from phaze.hardware.space import resolve_space
 
 def test_default_cap_is_the_references_peak_power():
     ds = resolve_space("default", None)
-    ref = float(peak_power_w(ds.reference))
-    assert 200 < ref < 300  # the TPUv4-like chip's modelled peak (240 W)
+    from phaze.hardware.chip_network import TPUV4_ICI, network_power_w
+    # the TPUv4-like chip's modelled peak (240 W) with its ICI's PHY: 270e9 B/s x 8 x 1.9 pJ/b = 4.104 W
+    ref = float(peak_power_w(ds.reference)) + 4.104
+    assert float(network_power_w(TPUV4_ICI)) == pytest.approx(4.104, rel=1e-12)
+    assert 200 < ref < 300
     assert api.search_spec(["gpt2-xl"]).tdp_w == pytest.approx(ref)
     assert api.search_spec(["gpt2-xl"], tdp_w=None).tdp_w is None
     assert api.search_spec(["gpt2-xl"], tdp_w=300.0).tdp_w == 300.0

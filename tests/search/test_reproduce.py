@@ -50,14 +50,16 @@ def test_cosearch_winner_is_at_least_the_spotlight_chip(tiny_run):
 def test_tpuv4_like_at_its_best_hbm(tiny_run):
     """The reference chip's best plan over the same HBM sweep the co-search has: never below it at its own
     HBM, and equal to the best of its plans at each size (found here by another path: chip_plans per size)."""
-    from phaze.hardware.presets import get_cluster
     from phaze.search.reproduce import chip_plans, paper_spec
 
     by = {(r.role, r.plan_kind): r for r in tiny_run.rows}
     at_own, swept = by[("tpuv4-like", "best")], by[("tpuv4-like", "best-hbm")]
     assert swept.throughput_seq_per_s >= at_own.throughput_seq_per_s * (1 - 1e-12)
     spec = paper_spec(TINY, **SETTING)
-    cluster = get_cluster(spec.cluster, spec.devices)
+    # the reference is on its own network, TPU v4's ICI, in a space with a network axis (issue 34 item 5)
+    from phaze.hardware.chip_network import TPUV4_ICI, network_cluster
+    assert spec.space.reference_network == TPUV4_ICI
+    cluster = network_cluster(TPUV4_ICI, spec.devices)
     sizes = sorted({*spec.hbm_gib, int(spec.space.reference.hbm_bytes // 2**30)})
     each = [chip_plans(TINY, spec.space.reference, spec, cluster, (g,), paper_plan=False)[0] for g in sizes]
     best = max(each, key=lambda d: d["throughput_seq_per_s"])

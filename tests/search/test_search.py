@@ -8,6 +8,7 @@ import time
 import pytest
 
 from phaze.errors import StoreError
+from phaze.hardware.chip_network import TPUV4_ICI, network_cluster
 from phaze.hardware.presets import get_cluster
 from phaze.hardware.space import DesignSpace
 from phaze.hardware.space import enumerate_space
@@ -47,8 +48,15 @@ def test_pruned_search_equals_brute_force(pruned_and_brute):
 def test_vectorized_bound_never_below_exact(pruned_and_brute):
     _, b, _ = pruned_and_brute
     s = spec()
-    cands = enumerate_space(SPACE)
-    mb = model_bounds(TINY, s, cands.arch, get_cluster(s.cluster, s.devices))
+    from phaze.hardware.chip_network import fastest, network_cluster
+    from phaze.search.bounds import NetworkCandidates
+    from phaze.search.objective import search_candidates
+    from phaze.search.run import candidate_clusters
+
+    cands = search_candidates(s.space, s.tdp_w, s.objective)  # (chip, network) pairs, as the search numbers them
+    net = NetworkCandidates(cands.base, cands.chip_index, cands.network_index, candidate_clusters(s, cands),
+                            network_cluster(fastest(cands.networks), s.devices))
+    mb = model_bounds(TINY, s, None, None, net=net)
     ref = b.references[0].best_seq_per_s
     for r in Store.open_existing(b.store).rows():
         h = s.hbm_gib.index(r["hbm_gib"])
@@ -203,10 +211,16 @@ def test_model_threshold_of_a_mean_score():
 def test_objective_and_tdp_pruned_equal_brute_force(pruned_and_brute, tmp_path):
     """perf-per-watt under a TDP: the pruned search equals brute force, the TDP leaves out exactly the chips
     above it, and each score is the throughput ratio over the peak-power ratio (phaze.search.objective)."""
+    from phaze.hardware.chip_network import network_power_w
     from phaze.hardware.power import peak_power_w
+    from phaze.search.objective import search_candidates
     _, b, _ = pruned_and_brute
-    cands = enumerate_space(SPACE)
-    peak = peak_power_w(cands.arch)
+    # the (chip, network) candidates of perf-per-watt before the cap; a peak power includes the network's PHY
+    # (issue 34 item 5), the reference's its TPU v4 ICI's
+    cands = search_candidates(SPACE, None, "perf-per-watt")
+    peak = cands.peak_power_w()
+    assert peak == pytest.approx(peak_power_w(cands.arch) + network_power_w([cands.network(i) for i in
+                                                                             range(len(cands))]), rel=1e-12)
     tdp = float(sorted(peak)[len(peak) // 2])  # about half the chips stay
     s = spec(objective="perf-per-watt", tdp_w=tdp)
     a = run_search(s, str(tmp_path / "a.db"), workers=1, quiet=True)
@@ -214,7 +228,7 @@ def test_objective_and_tdp_pruned_equal_brute_force(pruned_and_brute, tmp_path):
     assert a.counts["chips"] == int((peak <= tdp).sum()) < len(cands)
     assert (a.best.chip, a.best.hbm_gib) == (c.best.chip, c.best.hbm_gib)
     assert a.best.peak_power_w <= tdp
-    ref_peak = peak_power_w(SPACE.reference)
+    ref_peak = peak_power_w(SPACE.reference) + network_power_w(SPACE.reference_network)
     tput = a.best.outcomes[0].throughput_seq_per_s
     ref = a.references[0].best_seq_per_s
     assert a.best.score == pytest.approx(tput / ref / (a.best.peak_power_w / ref_peak), rel=1e-9)
@@ -238,8 +252,9 @@ def test_reference_at_the_winners_hbm(pruned_and_brute):
     assert a.best.hbm_gib != own  # the tiny sweep (1, 2 GiB) never contains the reference's own size
     at = a.references[0].at_best_hbm
     assert at.hbm_gib == a.best.hbm_gib
-    # the same plan space by another path: optimize on the reference chip with that HBM
-    cluster = get_cluster(s.cluster, s.devices)
+    # the same plan space by another path: optimize on the reference chip with that HBM, on its own network (TPU
+    # v4's ICI: the space has a network axis, issue 34 item 5)
+    cluster = network_cluster(TPUV4_ICI, s.devices)
     chip = replace(s.space.reference, hbm_bytes=int(at.hbm_gib * GiB))
     try:
         space = PlanSpace(microbatch_sizes=s.microbatch_sizes, recompute_modes=s.recompute_modes,
@@ -265,7 +280,7 @@ def test_the_real_tpuv4_is_the_second_reference(pruned_and_brute):
     assert s.space.real_reference == TPUV4
     (real,) = a.real_references
     assert real.chip_name == "tpuv4" and real.hbm_gib == 32
-    cluster = get_cluster(s.cluster, s.devices)
+    cluster = network_cluster(TPUV4_ICI, s.devices)  # its own network, TPU v4's ICI (issue 34 item 5)
     want = fixed_chip_plan(s.models[0], TPUV4, s, cluster).best.throughput_seq_per_s
     assert real.best_seq_per_s == pytest.approx(want, rel=1e-12)
     at = real.at_best_hbm

@@ -23,10 +23,11 @@ def spec(**kw):
     return SearchSpec(**base)
 
 
-def independent_tput(s, chip) -> float:
-    """The chip's best-plan throughput straight from the plan optimizer (not through the decomposition)."""
-    res = optimize(TINY, chip, get_cluster(s.cluster, s.devices), s.global_batch, s.runtime, s.plan_space,
-                   devices=s.devices, top_k=0, baselines=False)
+def independent_tput(s, chip, cluster=None) -> float:
+    """The chip's best-plan throughput straight from the plan optimizer (not through the decomposition), on
+    ``cluster`` (default: the search's)."""
+    res = optimize(TINY, chip, cluster or get_cluster(s.cluster, s.devices), s.global_batch, s.runtime,
+                   s.plan_space, devices=s.devices, top_k=0, baselines=False)
     return res.best.throughput_seq_per_s
 
 
@@ -44,9 +45,15 @@ def test_steps_multiply_to_the_total_and_each_is_a_real_evaluation(searched):
     total = res.best.outcomes[0].throughput_seq_per_s / res.references[0].best_seq_per_s
     assert math.prod(st["speedup"] for st in steps) == pytest.approx(total, rel=1e-12)
     assert steps[-1]["cumulative"] == pytest.approx(total, rel=1e-12) == pytest.approx(res.best.score, rel=1e-12)
-    # rebuild every intermediate chip from the fields each step changed and evaluate it on its own
+    # rebuild every intermediate chip from the fields each step changed and evaluate it on its own: the chip steps
+    # on the reference's network (TPU v4's ICI, the space has a network axis), the network step moves the winner's
+    # chip onto the winner's network (issue 34 item 5)
+    from phaze.hardware.chip_network import ChipNetwork, network_cluster
+
+    assert res.reference_network["name"] == s.space.reference_network.name
+    cluster = network_cluster(s.space.reference_network, s.devices)
     chip = s.space.reference
-    before = independent_tput(s, chip)
+    before = independent_tput(s, chip, cluster)
     assert before == pytest.approx(res.references[0].best_seq_per_s, rel=1e-12)
     changed_any = False
     for st in steps:
@@ -54,8 +61,14 @@ def test_steps_multiply_to_the_total_and_each_is_a_real_evaluation(searched):
             assert st["speedup"] == 1.0
             continue
         changed_any = True
-        chip = replace(chip, **{k: v[1] for k, v in st["changed"].items()})
-        after = independent_tput(s, chip)
+        if st["resource"] == "network (cluster)":
+            n = res.network
+            assert st["changed"] == {"network": [res.reference_network["name"], n["name"]]}
+            cluster = network_cluster(ChipNetwork(n["scale_up_chips"], n["scale_up_Bps"], n["topology"],
+                                                  n["scale_out_Bps"]), s.devices)
+        else:
+            chip = replace(chip, **{k: v[1] for k, v in st["changed"].items()})
+        after = independent_tput(s, chip, cluster)
         assert st["seq_per_s"][0] == pytest.approx(after, rel=1e-12)
         assert st["speedup"] == pytest.approx(after / before, rel=1e-12)
         before = after
@@ -147,11 +160,13 @@ def test_front_2d_equals_brute_force_with_ties():
 
 def test_search_fronts_are_non_dominated_among_its_exact_chips(searched):
     from phaze.api import exact_rows
-    from phaze.hardware.space import enumerate_space
     from phaze.search.fronts import fronts, point_rows
 
     s, res = searched
-    pts = point_rows(exact_rows(res.store), res.references, enumerate_space(SPACE))
+    from phaze.search.objective import search_candidates
+
+    # the candidates as the search numbers them: (chip, network) pairs (issue 34 item 5)
+    pts = point_rows(exact_rows(res.store), res.references, search_candidates(s.space, s.tdp_w, s.objective))
     assert res.fronts == fronts(pts)
     for key in ("area_mm2", "peak_power_w", "tco_usd"):
         keys = [(p["chip"], p["hbm_gib"]) for p in pts]
@@ -164,7 +179,6 @@ def test_perf_per_dollar_pruned_equals_brute_force(tmp_path):
     """perf-per-dollar weighs each (chip, HBM size) by its TCO at peak power (HBM priced per size): the pruned
     search equals brute force, and each score is the throughput ratio over the TCO ratio."""
     from phaze.hardware.cost import chip_tco
-    from phaze.hardware.space import enumerate_space
     from phaze.search import Store
     from phaze.units import GiB
 
@@ -174,14 +188,19 @@ def test_perf_per_dollar_pruned_equals_brute_force(tmp_path):
     assert a.counts["pruned"] + a.counts["bounded"] > 0, "the bounds pruned nothing on this space"
     assert (a.best.chip, a.best.hbm_gib) == (b.best.chip, b.best.hbm_gib)
     assert a.best.score == pytest.approx(b.best.score, rel=1e-12)
-    cands = enumerate_space(SPACE)
-    ref_tco = chip_tco(s.space.reference)["total_usd"]
+    from phaze.search.objective import search_candidates
+
+    # (chip, network) candidates as the search numbers them; every TCO with its network (issue 34 item 5), the
+    # reference's with TPU v4's ICI
+    cands = search_candidates(s.space, s.tdp_w, s.objective)
+    ref_tco = chip_tco(s.space.reference, network=s.space.reference_network)["total_usd"]
     ref = b.references[0].best_seq_per_s
     rows = {(r["chip"], r["hbm_gib"]): r for r in Store.open_existing(b.store).rows()}
     for (c, g), r in rows.items():
         acc = replace(cands.arch.accelerator(c), hbm_bytes=g * GiB)
         tput = r["outcomes"][0]["throughput_seq_per_s"]
-        assert r["score"] == pytest.approx(tput / ref / (chip_tco(acc)["total_usd"] / ref_tco), rel=1e-9)
+        tco = chip_tco(acc, network=cands.network(c))["total_usd"]
+        assert r["score"] == pytest.approx(tput / ref / (tco / ref_tco), rel=1e-9)
     for r in Store.open_existing(a.store).rows(status="exact"):  # every chip the pruned run evaluated agrees
         assert r["score"] == pytest.approx(rows[(r["chip"], r["hbm_gib"])]["score"], rel=1e-12)
     assert a.best.score == pytest.approx(max(r["score"] for r in rows.values()), rel=1e-12)

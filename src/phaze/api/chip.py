@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from phaze.api.resolve import check_ranges, resolve_accelerator, resolve_model, tp_tier
+from phaze.api.resolve import check_ranges, resolve_accelerator, resolve_model, resolve_network, tp_tier
 from phaze.api.workload import make_setting
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
@@ -43,7 +43,7 @@ def estimate(model: str | ModelConfig, accelerator: str | Accelerator, mbs: int 
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
     setting = make_setting(m, mbs, seq, tp, sequence_parallel, recompute)
-    tier = tp_tier(cluster, acc, tp)
+    tier = tp_tier(cluster, acc, tp, resolve_network(accelerator))
     arrays = acc.as_arrays()
     rows, totals = [], {}
     for kind in LAYER_KINDS:
@@ -96,7 +96,7 @@ def schedule_layers(model: str | ModelConfig, accelerator: str | Accelerator, mb
     for kind in layers or ():
         if kind not in LAYER_KINDS:
             raise ConfigError(f"unknown layer kind {kind!r}; choose from {', '.join(LAYER_KINDS)}")
-    tier = tp_tier(cluster, acc, tp)
+    tier = tp_tier(cluster, acc, tp, resolve_network(accelerator))
     out = []
     for kind in layers or LAYER_KINDS:
         for direction in DIRECTIONS:

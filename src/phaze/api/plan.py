@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from phaze.api.resolve import (check_moe, check_ranges, check_runtime, resolve_accelerator, resolve_cluster,
-                                resolve_model)
+                               resolve_model, resolve_network)
 from phaze.errors import ConfigError, InfeasibleError
 from phaze.hardware.accelerator import Accelerator
 from phaze.workload.config import ModelConfig
@@ -29,7 +29,7 @@ def plan(model: str | ModelConfig, accelerator: str | Accelerator, devices: int,
     runtime = check_runtime(runtime, acc)
     check_moe(m, runtime, space.ep_values, space.etp_values, devices=devices)
     space.check(runtime, seq_len or m.seq_len)
-    return optimize(m, acc, resolve_cluster(cluster, acc, devices), global_batch, runtime, space, devices=devices,
+    return optimize(m, acc, resolve_cluster(cluster, acc, devices, resolve_network(accelerator)), global_batch, runtime, space, devices=devices,
                     top_k=top_k, seq_len=seq_len)
 
 
@@ -99,7 +99,7 @@ def evaluate_plan(model: str | ModelConfig, accelerator: str | Accelerator, devi
         p = plan_from_blocks(blocks, **kw)
     else:
         p = Plan.balanced(m.num_layers, pp, **kw)
-    return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices), global_batch, seq_len=seq_len)
+    return evaluate(p, m, acc, resolve_cluster(cluster, acc, devices, resolve_network(accelerator)), global_batch, seq_len=seq_len)
 
 
 def plan_setting(result, model: str | ModelConfig, accelerator: str | Accelerator, devices: int, global_batch: int,
@@ -109,7 +109,7 @@ def plan_setting(result, model: str | ModelConfig, accelerator: str | Accelerato
     from phaze.report.setting import plan_setting as rows
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    return rows(m, acc, resolve_cluster(cluster, acc, devices), devices, global_batch, seq_len, result.space,
+    return rows(m, acc, resolve_cluster(cluster, acc, devices, resolve_network(accelerator)), devices, global_batch, seq_len, result.space,
                 result.runtime, result.best.time_model)
 
 
@@ -121,7 +121,7 @@ def plan_report(result, path: str, model: str | ModelConfig, accelerator: str | 
     from phaze.report.html import write_plan_report
 
     m, acc = resolve_model(model), resolve_accelerator(accelerator)
-    cl = resolve_cluster(cluster, acc, devices)
+    cl = resolve_cluster(cluster, acc, devices, resolve_network(accelerator))
     best = result.best
     detail = plan_detail(m, acc, cl, global_batch, best.plan, devices_given=devices, evaluation=best.to_dict(),
                          seq_len=seq_len)

@@ -18,17 +18,30 @@ def resolve_accelerator(acc: str | Accelerator) -> Accelerator:
     return acc if isinstance(acc, Accelerator) else get_accelerator(acc)
 
 
+def resolve_network(accelerator):
+    """The chip's own network when ``accelerator`` is a chip file with a ``network`` mapping (a co-search winner
+    written by ``--export-chip``, docs/chip-file.md), else None (presets and Accelerator objects)."""
+    if isinstance(accelerator, str) and accelerator.lower().endswith((".yaml", ".yml", ".json")):
+        from phaze.hardware.presets import load_accelerator_network
+        return load_accelerator_network(accelerator)
+    return None
+
+
 def default_cluster(acc: Accelerator) -> str:
     """GPU presets live in their DGX clusters; designed chips on the paper's flat 4 GiB/s network."""
     return {"a100-80g": "dgx-a100", "h100-80g": "dgx-h100"}.get(acc.name, "flat-4gib")
 
 
-def resolve_cluster(cluster, accelerator: Accelerator, devices: int):
+def resolve_cluster(cluster, accelerator: Accelerator, devices: int, network=None):
     """A Cluster object, ``NAME`` or ``NAME:N`` (a cluster of N devices), or a YAML/JSON cluster file; the
-    default cluster follows the accelerator. Asking for more devices than it has is an InfeasibleError."""
+    default cluster follows the accelerator: its own ``network`` (a ChipNetwork, ``resolve_network``) when it
+    has one, else ``default_cluster``. Asking for more devices than it has is an InfeasibleError."""
     from phaze.hardware.cluster import Cluster
     from phaze.hardware.presets import get_cluster
 
+    if cluster is None and network is not None:
+        from phaze.hardware.chip_network import network_cluster
+        return network_cluster(network, devices)
     if isinstance(cluster, Cluster):
         return cluster.with_devices(devices)
     name, _, size = (cluster or default_cluster(accelerator)).partition(":")
@@ -51,12 +64,15 @@ def resolve_cluster(cluster, accelerator: Accelerator, devices: int):
 TP_CLUSTER_MIN_DEVICES = 8
 
 
-def tp_tier(cluster, acc: Accelerator, tp: int):
+def tp_tier(cluster, acc: Accelerator, tp: int, network=None):
     """The network tier a tensor-parallel group of ``tp`` devices crosses (for one-chip estimates); ``cluster``:
-    a name, a cluster file or a ``Cluster`` object."""
+    a name, a cluster file or a ``Cluster`` object; none given: the chip's own ``network`` when it has one."""
     from phaze.hardware.cluster import Cluster
     from phaze.hardware.presets import get_cluster
 
+    if cluster is None and network is not None:
+        from phaze.hardware.chip_network import network_cluster
+        return network_cluster(network, max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp, 1, "tp")
     if isinstance(cluster, Cluster):
         return cluster.tier_for_group(tp, 1, "tp")
     return get_cluster(cluster or default_cluster(acc), max(TP_CLUSTER_MIN_DEVICES, tp)).tier_for_group(tp, 1, "tp")

@@ -25,6 +25,9 @@ def reference_tdp_w(space) -> float | None:
     if space.template != "chip":
         return None
     p = float(peak_power_w(space.reference))
+    if space.reference_network is not None:  # its network's PHY too (issue 34 item 5)
+        from phaze.hardware.chip_network import network_power_w
+        p += float(network_power_w(space.reference_network))
     return p if math.isfinite(p) else None
 
 
@@ -194,7 +197,8 @@ def load_search(store: str):
         reals = reference_rows(s.get_meta("real_references") or [], f"store {store}: TPU v4 reference")
         rows = chip_rows(s.rows(status="exact"), f"store {store}: row")
         statuses = [r.status for r in s.load().values()]
-        n_chips = len(stored_candidates(spec))
+        cands = stored_candidates(spec)
+        n_chips = len(cands)
         total = n_chips * len(spec["hbm_gib"])
         counts = {"candidates": total, "chips": n_chips, "hbm_sizes": len(spec["hbm_gib"])}
         for st in ("exact", "bounded", "infeasible"):
@@ -222,8 +226,13 @@ def load_search(store: str):
         why = {k: s.get_meta(k) or {} for k in ("wins_because", "tco", "fronts")} if explained else {}
     finally:
         s.close()
+    nets = {}
+    if cands.networks:
+        from phaze.search.details import stored_space
+        nets = {"network": cands.network(best.chip).to_dict() if best is not None else None,
+                "reference_network": stored_space(spec).reference_network.to_dict()}
     return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model),
-                        real_references=reals, **why)
+                        real_references=reals, **why, **nets)
 
 
 def exact_rows(store: str) -> list:
@@ -264,8 +273,9 @@ def check_export_path(path: str | None) -> None:
 
 def export_chip(result, path: str) -> str:
     """Write a co-search's winning chip (its HBM size set) as a chip file that ``--accelerator FILE`` takes
-    (``evaluate``, ``plan``, ``search``): evaluating its stored plan on that file gives the throughput the
-    search reported. Written whole or not at all; returns the path."""
+    (``evaluate``, ``plan``, ``estimate``, ``schedule``), with its own network (``network``: the result's, when
+    the space has a network axis; their default cluster): evaluating its stored plan on that file gives the
+    throughput the search reported. Written whole or not at all; returns the path."""
     import json
     import os
     from dataclasses import asdict
@@ -279,6 +289,11 @@ def export_chip(result, path: str) -> str:
     acc = winner_chip(result.spec, result.best)
     fields = asdict(acc)
     fields["name"] = Path(path).stem
+    if result.network:  # its own network (issue 34 item 5): evaluate/plan --accelerator FILE run on it by default
+        from phaze.hardware.chip_network import ChipNetwork, file_fields
+        n = result.network
+        fields["network"] = file_fields(ChipNetwork(int(n["scale_up_chips"]), float(n["scale_up_Bps"]), n["topology"],
+                                                    float(n["scale_out_Bps"])))
     if Path(path).suffix.lower() == ".json":
         text = json.dumps(fields, indent=1) + "\n"
     else:

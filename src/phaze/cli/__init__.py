@@ -50,7 +50,8 @@ def _plan_common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--global-batch", type=int, required=True, help="sequences per iteration (required)")
     p.add_argument("--cluster", default=None, help="dgx-a100 | dgx-h100 | flat-4gib, optionally NAME:N, or a YAML/JSON "
                                                    "cluster file (docs/cluster-file.md) (default: dgx-a100 for "
-                                                   "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
+                                                   "a100-80g, dgx-h100 for h100-80g, a chip file's own network "
+                                                   "when it has one, else flat-4gib)")
     p.add_argument("--seq", type=int, default=None, help="sequence length (default: the model's)")
     p.add_argument("--attention", choices=("standard", "flash"), default=rt.attention,
                    help="attention kernel: flash never stores the score matrix and has its own time model; "
@@ -129,7 +130,8 @@ def _chip_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accelerator", required=True,
                    help="tpuv4-like | tpuv4 | tpuv4-like-paper | a100-80g | h100-80g or a YAML/JSON chip file (required)")
     p.add_argument("--cluster", default=None, help="network for tensor-parallel collectives (default: dgx-a100 for "
-                                                   "a100-80g, dgx-h100 for h100-80g, else flat-4gib)")
+                                                   "a100-80g, dgx-h100 for h100-80g, a chip file's own network "
+                                                   "when it has one, else flat-4gib)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -299,7 +301,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="make the Pareto front of score against area exact over the whole space, slower (default: off)")
     p.add_argument("--export-chip", default=None, metavar="FILE",
                    help="also write the winning chip (its HBM set) as a chip file, .json or .yaml, that "
-                        "--accelerator FILE takes (evaluate, plan, search) (default: none)")
+                        "--accelerator FILE takes (evaluate, plan), with its own network when the space chooses one, the "
+                        "default --cluster there (default: none)")
     p.add_argument("--objective", choices=("throughput", "perf-per-area", "perf-per-watt", "perf-per-dollar",
                                             "latency", "edp"),
                    default=None,

@@ -10,8 +10,10 @@ tco_usd = die_usd + hbm_usd + package_usd + network_usd + energy_usd, with
   density below;
 - hbm_usd = HBM GB (10^9 bytes) x HBM_USD_PER_GB;
 - package_usd = PACKAGE_USD + ASSEMBLY_TEST_USD, flat per chip (a 2.5D package carrying HBM);
-- network_usd = 0: a chip of the template has no network figure (every chip of a search shares the cluster's
-  network, ``--cluster``), so the network is the same for every chip and is not priced here (stated flat);
+- network_usd: the switch ports, optics and cables of the chip's own network when it has one (a search over a
+  space with a network axis, issue 34 item 5: ``phaze.hardware.chip_network.network_usd``, per GB/s, cited
+  there); 0 for a chip on the search's shared ``--cluster`` (the paper's space: the same network for every chip,
+  not priced). The network's PHY is in the die's area, so in die_usd; its power in the power given;
 - energy_usd = power_w x SERVICE_LIFE_YEARS x HOURS_PER_YEAR / 1000 x ELECTRICITY_USD_PER_KWH x PUE.
 
 The power is the caller's: the average power of a plan for the reported TCO, the peak (design) power for the
@@ -86,13 +88,14 @@ def energy_usd(power_w):
     return kwh * ELECTRICITY_USD_PER_KWH * PUE
 
 
-def tco_parts(area_mm2, hbm_bytes, power_w) -> dict:
-    """Each part of TCO_PARTS and their sum ``total_usd`` (arrays, or floats for scalar inputs)."""
+def tco_parts(area_mm2, hbm_bytes, power_w, network_usd=0.0) -> dict:
+    """Each part of TCO_PARTS and their sum ``total_usd`` (arrays, or floats for scalar inputs); ``network_usd``
+    the network's price (module docstring; 0: on a shared cluster)."""
     area = np.asarray(area_mm2, np.float64)
     parts = {"die_usd": die_cost_usd(area),
              "hbm_usd": np.asarray(hbm_bytes, np.float64) / 1e9 * HBM_USD_PER_GB,
              "package_usd": np.full(area.shape, PACKAGE_USD + ASSEMBLY_TEST_USD),
-             "network_usd": np.zeros(area.shape),
+             "network_usd": np.broadcast_to(np.asarray(network_usd, np.float64), area.shape).copy(),
              "energy_usd": energy_usd(power_w)}
     parts["total_usd"] = sum(parts[k] for k in TCO_PARTS)
     if area.ndim == 0:
@@ -100,15 +103,23 @@ def tco_parts(area_mm2, hbm_bytes, power_w) -> dict:
     return parts
 
 
-def chip_tco(acc, power_w: float | None = None) -> dict:
-    """One Accelerator's TCO parts (floats), its energy at ``power_w`` (default: its peak power), with the
-    area, power and what the power is."""
+def chip_tco(acc, power_w: float | None = None, network=None) -> dict:
+    """One Accelerator's TCO parts (floats), its energy at ``power_w`` (default: its peak power, with its
+    network's PHY power), with the area (with the network's PHY), power and what the power is. ``network``: the
+    chip's ChipNetwork (``phaze.hardware.chip_network``), None on a shared cluster (not priced)."""
     from phaze.hardware.area import area_mm2
+    from phaze.hardware.chip_network import network_power_w, network_usd, phy_area_mm2
     from phaze.hardware.power import peak_power_w
 
     basis = "average power of its best plan" if power_w is not None else "peak power"
-    p = float(peak_power_w(acc)) if power_w is None else float(power_w)
-    out = tco_parts(area_mm2(acc), acc.hbm_bytes, p)
-    return {**out, "area_mm2": float(area_mm2(acc)), "hbm_bytes": int(acc.hbm_bytes), "power_w": p,
-            "power_basis": basis, "network_basis": "flat: the cluster's network is the same for every chip "
-                                                   "(no per-chip network figure), not priced"}
+    if power_w is None:
+        p = float(peak_power_w(acc)) + (float(network_power_w(network)) if network is not None else 0.0)
+    else:
+        p = float(power_w)
+    area = float(area_mm2(acc)) + (float(phy_area_mm2(network)) if network is not None else 0.0)
+    out = tco_parts(area, acc.hbm_bytes, p, network_usd(network) if network is not None else 0.0)
+    nb = (f"{network.name}: switch ports, optics and cables per GB/s (phaze.hardware.chip_network)"
+          if network is not None else "flat: the cluster's network is the same for every chip (no per-chip "
+                                      "network figure), not priced")
+    return {**out, "area_mm2": area, "hbm_bytes": int(acc.hbm_bytes), "power_w": p,
+            "power_basis": basis, "network_basis": nb}

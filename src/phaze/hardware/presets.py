@@ -11,6 +11,7 @@ they are the same for every workload (never per-case factors).
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from phaze.errors import ConfigError
 from phaze.fileio import read_data_file
@@ -231,6 +232,11 @@ def load_accelerator_file(path: str) -> Accelerator:
     data = read_data_file(p, "accelerator file")
     if not isinstance(data, dict):
         raise ConfigError(f"accelerator file {path}: expected a mapping of Accelerator fields")
+    data = dict(data)
+    if data.get("network") is not None:  # the chip's own network (``load_accelerator_network``): checked here too
+        from phaze.hardware.chip_network import network_from_mapping
+        network_from_mapping(data["network"], f"accelerator file {path}: network")
+    data.pop("network", None)
     schema = dataclass_schema(Accelerator, nonneg=("op_overhead_s", "fp8_matrix_factor", "glb_banks",
                                                    "glb_bank_width_bytes", "tc_operand_bytes", "tc_acc_bytes",
                                                    "noc_link_bytes"))
@@ -247,6 +253,18 @@ def load_accelerator_file(path: str) -> Accelerator:
         raise ConfigError(f"accelerator file {path}: {err}") from None
     except TypeError as err:
         raise ConfigError(f"accelerator file {path}: {err}") from None
+
+
+def load_accelerator_network(path: str):
+    """The ``network`` mapping of a chip file (docs/chip-file.md: the chip's own scale-up and scale-out network,
+    what ``phaze search --export-chip`` writes for a winner of a space with a network axis) as a ChipNetwork,
+    None when the file has none."""
+    from phaze.hardware.chip_network import network_from_mapping
+
+    data = read_data_file(Path(path), "accelerator file")
+    if not isinstance(data, dict) or data.get("network") is None:
+        return None
+    return network_from_mapping(data["network"], f"accelerator file {path}: network")
 
 
 # ---- Networks ----------------------------------------------------------------------------------------

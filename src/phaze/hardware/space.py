@@ -11,6 +11,12 @@ The default space (``template="chip"``) adds the on-chip hierarchy (issue 10): t
 of GLB banks and the width of a bank's port (bytes per cycle), and per chip the buffers and network of
 ``presets.chip_hierarchy``. Areas come from ``phaze.hardware.chip_area`` and the budget is the area of
 the ``tpuv4-like`` preset (the paper's chip with the same hierarchy rule) under that model.
+
+The default space also chooses each chip's off-chip network (issue 34 item 5, ``phaze.hardware.chip_network``):
+the ``net_*`` axes (scale-up domain size, its per-chip bandwidth and topology, the scale-out bandwidth) are crossed
+with the chips, a candidate being (chip, network); its area is the chip's plus the network's PHY, under the same
+budget, which is the reference chip's with its own network (TPU v4's ICI). With no ``net_*`` values (the paper's
+space, ``--space paper``) every chip is on the search's ``--cluster`` (the paper's flat 4 GiB/s).
 """
 from __future__ import annotations
 
@@ -45,7 +51,10 @@ _AXIS_LIMIT = {"num_tc": "num_tc", "num_vc": "num_vc", "tc_widths": "tc_cols", "
                "glb_bytes": "glb_bytes", "glb_banks": "glb_banks", "glb_bank_widths": "glb_bank_width_bytes"}
 # axis -> the phaze.limits.RANGES entry of its chip field
 _CHIP_FIELDS = ("glb_banks", "glb_bank_widths")
+_NET_FIELDS = ("net_scale_up_chips", "net_scale_up_Bps", "net_topologies", "net_scale_out_Bps")
 TEMPLATES = ("chip", "paper")
+DEFAULT_NETWORK_AXES = {"net_scale_up_chips": (4, 8, 64), "net_scale_up_Bps": (50e9, 100e9, 200e9),
+                        "net_topologies": ("torus", "switch"), "net_scale_out_Bps": (12.5e9, 25e9, 50e9)}
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,14 @@ class DesignSpace:
     template: str = "chip"
     glb_banks: tuple[int, ...] = (16, 64)
     glb_bank_widths: tuple[int, ...] = (64, 256)
+    # the network axes (module docstring; all empty: no axis, every chip on the search's --cluster): a handful of
+    # values, as issue 34 asks, around today's scale-up links (NVLink4: 450 GB/s, TPU v4 ICI: 270 GB/s per chip)
+    # and scale-out NICs (100-400 Gb/s = 12.5-50 GB/s per chip); design choices of the space, not measurements.
+    # None: DEFAULT_NETWORK_AXES for the chip template, none for the paper's
+    net_scale_up_chips: tuple[int, ...] | None = None
+    net_scale_up_Bps: tuple[float, ...] | None = None
+    net_topologies: tuple[str, ...] | None = None
+    net_scale_out_Bps: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.template not in TEMPLATES:
@@ -88,6 +105,43 @@ class DesignSpace:
                               f"{MAX_SPACE_POINTS:,} are enumerated at once (55x the default space); split the space")
         if not (isinstance(self.min_fraction, (int, float)) and 0.0 <= self.min_fraction <= 1.0):
             raise ConfigError(f"design space: 'min_fraction' must be in [0, 1], got {self.min_fraction!r}")
+        self._check_network_axes()
+
+    def _check_network_axes(self) -> None:
+        from phaze.hardware.chip_network import network_axis
+
+        vals = {f: tuple(getattr(self, f) if getattr(self, f) is not None else
+                         (DEFAULT_NETWORK_AXES[f] if self.template == "chip" else ())) for f in _NET_FIELDS}
+        for f, v in vals.items():
+            object.__setattr__(self, f, tuple(dict.fromkeys(v)))
+        if self.template != "chip" and vals == DEFAULT_NETWORK_AXES:  # a chip space replaced to the paper's template
+            vals = {f: () for f in _NET_FIELDS}
+            for f in _NET_FIELDS:
+                object.__setattr__(self, f, ())
+        given = [f for f in _NET_FIELDS if vals[f]]
+        if given and len(given) != len(_NET_FIELDS):
+            missing = ", ".join(f for f in _NET_FIELDS if not vals[f])
+            raise ConfigError(f"design space: the network axes need all of {', '.join(_NET_FIELDS)} (or none, for "
+                              f"the search's --cluster); missing: {missing}")
+        if given and self.template != "chip":
+            raise ConfigError("design space: the network axes need the chip template (the paper's template has no "
+                              "area or power model for a PHY); drop the net_* fields or the paper template")
+        network_axis(self)  # every value checked (ChipNetwork's one-line errors)
+
+    def without_network(self) -> "DesignSpace":
+        """The same chips with no network axis (every chip on the search's --cluster, or a caller's network)."""
+        return replace(self, **{f: () for f in _NET_FIELDS})
+
+    @property
+    def has_network_axis(self) -> bool:
+        return bool(self.net_scale_up_chips)
+
+    @property
+    def reference_network(self):
+        """The reference chip's network when the space has a network axis (TPU v4's ICI), else None."""
+        from phaze.hardware.chip_network import TPUV4_ICI
+
+        return TPUV4_ICI if self.has_network_axis else None
 
     @property
     def reference(self):
@@ -103,7 +157,10 @@ class DesignSpace:
     def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
         if self.budget_mm2 is not None:
             return float(self.budget_mm2)
-        return float(area_mm2(self.reference, area_model))
+        from phaze.hardware.chip_network import phy_area_mm2
+
+        net = self.reference_network
+        return float(area_mm2(self.reference, area_model)) + (float(phy_area_mm2(net)) if net is not None else 0.0)
 
     @property
     def axes(self) -> tuple[str, ...]:
@@ -116,14 +173,50 @@ class DesignSpace:
 
 @dataclass(frozen=True)
 class CandidateSet:
-    """The candidate chips of a space: ``arch`` (struct-of-arrays) and each chip's ``area_mm2``."""
+    """The candidate chips of a space: ``arch`` (struct-of-arrays) and each chip's ``area_mm2``. With a network
+    axis a candidate is a (chip, network) pair: ``networks`` the choices, ``network_index`` each candidate's,
+    ``base`` the distinct chips and ``chip_index`` each candidate's row of it (``arch`` = base rows), ``area_mm2``
+    the chip's plus its network's PHY. Without: ``networks`` empty, ``base`` = ``arch``."""
 
     arch: ArchArrays
     area_mm2: np.ndarray
     budget_mm2: float
+    networks: tuple = ()
+    network_index: np.ndarray | None = None
+    base: ArchArrays | None = None
+    chip_index: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.arch)
+
+    def network(self, i: int):
+        """Candidate ``i``'s ChipNetwork (None without a network axis)."""
+        return self.networks[int(self.network_index[i])] if self.networks else None
+
+    def peak_power_w(self) -> np.ndarray:
+        """Each candidate's peak power (W): the chip's (``phaze.hardware.power``) plus its network's PHY."""
+        from phaze.hardware.chip_network import network_power_w
+        from phaze.hardware.power import peak_power_w
+
+        if not self.networks:
+            return np.asarray(peak_power_w(self.arch), np.float64)
+        base = self.base.memo("peak_power_w", lambda a: np.asarray(peak_power_w(a), np.float64))
+        return base[self.chip_index] + np.asarray(network_power_w(list(self.networks)))[self.network_index]
+
+    def network_usd(self) -> np.ndarray:
+        """Each candidate's network cost (USD, ``phaze.hardware.chip_network.network_usd``; 0 without an axis)."""
+        from phaze.hardware.chip_network import network_usd
+
+        if not self.networks:
+            return np.zeros(len(self))
+        return np.asarray(network_usd(list(self.networks)))[self.network_index]
+
+    def select(self, keep: np.ndarray) -> "CandidateSet":
+        """Candidates ``keep`` (indices), renumbered in that order."""
+        if not self.networks:
+            return CandidateSet(self.arch.select(keep), self.area_mm2[keep], self.budget_mm2)
+        return CandidateSet(self.arch.select(keep), self.area_mm2[keep], self.budget_mm2, self.networks,
+                            self.network_index[keep], self.base, self.chip_index[keep])
 
     @property
     def num_tc_configs(self) -> int:
@@ -143,9 +236,10 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
                     hbm_bandwidth_Bps: float = TPUV4_HBM_BANDWIDTH_BPS, freq_hz: float = TPUV4_FREQ_HZ, *,
                     bytes_per_element: int = 2, matrix_efficiency: float = 1.0, vector_efficiency: float = 1.0,
                     memory_efficiency: float = 1.0, op_overhead_s: float = 0.0,
-                    area_model: AreaModel | None = None) -> CandidateSet:
+                    area_model: AreaModel | None = None, networks=None) -> CandidateSet:
     """Every point of ``space`` within its area constraint, as one CandidateSet (meshgrid, no loops).
-    HBM, clock and efficiencies are not part of the area and are the same for every candidate."""
+    HBM, clock and efficiencies are not part of the area and are the same for every candidate. ``networks``:
+    the network choices crossed with the chips (default: the space's whole network axis)."""
     space = space or DesignSpace()
     model = area_model or default_area_model()
     if not (hbm_bytes > 0 and hbm_bandwidth_Bps > 0 and freq_hz > 0):
@@ -178,6 +272,8 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
     else:
         area = 1e-6 * model.area_um2_of(num_tc, depth, width, num_vc, width, glb)
     budget = space.resolved_budget_mm2(model)
+    if space.has_network_axis:
+        return _with_networks(space, every, area, budget, num_tc, num_vc, networks)
     # Relative slack so the budget chip itself (area == budget up to float rounding) is always kept.
     keep = area <= budget * (1 + 1e-12)
     lower = area >= space.min_fraction * budget
@@ -185,6 +281,27 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
         lower |= (num_tc == 1) | (num_vc == 1)
     keep &= lower
     return CandidateSet(arch=every.select(np.flatnonzero(keep)), area_mm2=area[keep], budget_mm2=budget)
+
+
+def _with_networks(space: DesignSpace, every: ArchArrays, area, budget: float, num_tc, num_vc, networks):
+    """(chip, network) candidates, chip-major, networks in the given order: the area window applies to the chip's
+    area plus the network's PHY."""
+    from phaze.hardware.chip_network import network_axis, phy_area_mm2
+
+    nets = tuple(network_axis(space) if networks is None else networks)
+    phy = np.asarray(phy_area_mm2(list(nets)), np.float64)
+    fits = area + phy.min() <= budget * (1 + 1e-12)  # chips some network fits with
+    chips = np.flatnonzero(fits)
+    base = every.select(chips)
+    total = area[chips][:, None] + phy[None, :]
+    keep = total <= budget * (1 + 1e-12)
+    lower = total >= space.min_fraction * budget
+    if space.waive_min_for_single_core:
+        lower |= ((num_tc[chips] == 1) | (num_vc[chips] == 1))[:, None]
+    keep &= lower
+    ci, ni = np.nonzero(keep)  # row-major: chip-major, then the networks' order
+    return CandidateSet(arch=base.select(ci), area_mm2=total[ci, ni], budget_mm2=budget, networks=nets,
+                        network_index=ni.astype(np.int64), base=base, chip_index=ci.astype(np.int64))
 
 
 PAPER_SPACE = DesignSpace(tc_widths=pow2_range(2, 256), tc_depths=pow2_range(2, 256), template="paper")

@@ -39,7 +39,7 @@ def tco_html(res) -> str:
              round(t["tco_at_peak_usd"])] for name, t in res.tco.items()]
     return (note("US dollars per chip over its service life (docs/cost-model.md has every formula and source): the "
                  "die from a 300 mm wafer's price over its good dies (Murphy's yield), HBM per GB, package and "
-                 "assembly, network (flat: every chip shares the cluster's network, not priced), energy at the "
+                 "assembly, network (each chip's own switch ports, optics and cables per GB/s, docs/network-axis.md; on the paper's space: the shared cluster, not priced), energy at the "
                  "average power of the best plan x years x $/kWh x PUE. 'TCO at peak' prices the energy at peak "
                  "power: a chip-only figure, what --objective perf-per-dollar divides by.")
             + table(["chip", "area mm^2", "die $", "HBM $", "package $", "network $", "average W", "energy $",

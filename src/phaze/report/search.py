@@ -100,7 +100,9 @@ def search_tables(res) -> list:
     what = {"throughput": "mean throughput", "perf-per-area": "mean throughput per mm^2",
             "perf-per-watt": "mean throughput per W of peak power",
             "perf-per-dollar": "mean throughput per dollar of TCO at peak power"}[res.spec.get("objective", "throughput")]
-    out.append(table(f"best chip: {chip_text(b)}, {b.area_mm2:.2f} mm^2, HBM {b.hbm_gib} GiB "
+    net = f", network {res.network['name']}" if res.network else ""  # its own (docs/network-axis.md)
+    out.append(table(f"best chip: {chip_text(b)}{net}, {b.area_mm2:.2f} mm^2"
+                     f"{' with its PHY' if res.network else ''}, HBM {b.hbm_gib} GiB "
                      f"(score {b.score:.3f} = {what} over the TPUv4-like chip's best){per_watt_text(b, res)}",
                      ["model", "chip", "area mm^2", "HBM GiB", "plan", "seq/s", "seq/s/mm^2", "vs TPUv4-like best",
                       "MFU", "devices used", "power W", "peak W", "GLB BW", "bound by"], rows))

@@ -41,28 +41,45 @@ def space_rows(space, cands) -> list[tuple[str, str]]:
         ("tensor-core columns = vector lanes (width)", _vals(space.tc_widths)),
         ("vector cores (num_vc)", _vals(space.num_vc)),
         ("global buffer (MiB)", _vals(g // MiB for g in space.glb_bytes)),
-        ("area window", f"{space.min_fraction:g} x budget <= area <= budget, i.e. {lo:.2f} to {budget:.2f} mm^2"
+        ("area window", f"{space.min_fraction:g} x budget <= area{' (with the network PHY)' if cands.networks else ''}"
+                        f" <= budget, i.e. {lo:.2f} to {budget:.2f} mm^2"
                         f"{waived}"),
-        ("design space", f"{cands.__len__():,} chips kept of {space.raw_size:,} raw points"),
+        ("design space", f"{cands.__len__():,} chips kept of {space.raw_size:,} raw points" if not cands.networks
+         else f"{cands.__len__():,} (chip, network) pairs kept, {len(set(cands.chip_index.tolist())):,} chips with "
+              f"up to {len(cands.networks)} networks each, of {space.raw_size:,} raw chip points"),
     ]
+
+
+def network_text(space, cluster_name: str) -> str:
+    """The network axis of a space (docs/network-axis.md), for the setting table's network row."""
+    from phaze.hardware.chip_network import TPUV4_ICI
+
+    gbs = lambda v: ", ".join(f"{x / 1e9:g}" for x in v)  # noqa: E731
+    return (f"each chip chooses its own (docs/network-axis.md): a scale-up domain of {_vals(space.net_scale_up_chips)} "
+            f"chips at {gbs(space.net_scale_up_Bps)} GB/s per chip, {' or '.join(space.net_topologies)}; scale-out "
+            f"{gbs(space.net_scale_out_Bps)} GB/s per chip; its PHY area, PHY power and price count against the "
+            f"budget, the power cap and the TCO. Both references on TPU v4's ICI ({TPUV4_ICI.name} per chip, 3-D "
+            f"torus, its PHY in their area and power); --cluster {cluster_name} is not used")
 
 
 def search_setting(spec: dict) -> list[tuple[str, str]]:
     """Rows for a search from its fingerprint (``SearchSpec.fingerprint()``, also what a store keeps)."""
     from phaze.hardware.presets import get_cluster
-    from phaze.hardware.space import DesignSpace, enumerate_space
+    from phaze.hardware.space import enumerate_space
     from phaze.workload.config import ModelConfig
     from phaze.workload.memory import param_count
 
-    known = {f.name for f in fields(DesignSpace)}
-    space = DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})
+    from phaze.search.details import stored_space
+
+    space = stored_space(spec)  # a store from before the network axis: no axis
     cands = enumerate_space(space)
     mk = {f.name for f in fields(ModelConfig)}
     models = [ModelConfig(**{k: v for k, v in m.items() if k in mk}) for m in spec["models"]]
     rows = [("models", "; ".join(f"{m.name} ({param_count(m) / 1e9:.3g} B parameters, {m.num_layers} blocks, "
                                  f"sequence {m.seq_len})" for m in models)),
             ("devices", str(spec["devices"])), ("global batch (sequences)", str(spec["global_batch"])),
-            ("cluster", cluster_text(get_cluster(spec["cluster"], spec["devices"])))]
+            ("cluster", cluster_text(get_cluster(spec["cluster"], spec["devices"]))) if not space.has_network_axis
+            else ("network", network_text(space, spec["cluster"]))]
     rows += space_rows(space, cands)
     rows.append(("HBM sizes (GiB)", _vals(spec["hbm_gib"])))
     if len(cands):

@@ -61,8 +61,8 @@ def tco_tables(res) -> list:
                      f"{t['package_usd']:,.0f}", f"{t['network_usd']:,.0f}", f"{t['power_w']:.0f}",
                      f"{t['energy_usd']:,.0f}", f"{t['total_usd']:,.0f}", f"{t['tco_at_peak_usd']:,.0f}", per_k))
     return [table(f"cost of ownership per chip, USD over {SERVICE_LIFE_YEARS:g} years (docs/cost-model.md): die from "
-                  f"wafer price and yield, HBM, package and assembly, network (flat: the same cluster for every "
-                  f"chip, not priced), energy at the average power of the best plan; 'at peak' prices the energy "
+                  f"wafer price and yield, HBM, package and assembly, network (each chip's own switch "
+                  f"ports, optics and cables, docs/network-axis.md; none on the paper's shared cluster), energy at the average power of the best plan; 'at peak' prices the energy "
                   f"at peak power (what --objective perf-per-dollar divides by)",
                   ["chip", "area mm^2", "die", "HBM", "package", "network", "avg W", "energy", "TCO", "TCO at peak",
                    "seq/s per k$"], rows)]

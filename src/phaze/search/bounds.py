@@ -278,13 +278,61 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
     the throughput upper bound [hbm, chip] (of its plans with at most ``max_p`` stages when given).
     Independent per setting, so settings can run in parallel. ``memo``: op costs shared with other settings on
     the same ``arch`` (``layer_time_bounds``)."""
-    n = len(arch)
-    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
     tier = cluster.tier_for_group(setting.tp) if setting.tp > 1 else cluster.tiers[0]
-    for j, (kind, direction) in enumerate(SLOTS):
-        lower[j], upper[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
+    lower, upper = _layer_bounds(model, setting, arch, tier, memo)
     c = memory_costs(model, setting, spec.optimizer)
     return lower, upper, c, throughput_bound(model, spec, c, lower, arch, cluster, max_p=max_p)
+
+
+def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net, memo: dict,
+                            max_p: int | None = None):
+    """``setting_bounds`` of (chip, network) candidates (``net``: a ``NetworkCandidates``). Layer times: each
+    candidate's own network's, once per distinct tier the setting's tensor-parallel collectives cross (the
+    chips' compute ops costed once, ``memo``). Throughput bound: each chip's on ``net.fastest``, a network at
+    least as fast as every choice (``phaze.hardware.chip_network.at_least_as_fast``: no plan is slower on it),
+    so an upper bound for the chip on any of its networks; a bound of a slower network is never used for a
+    faster one. Each candidate's exact evaluation then bounds and plans on its own network (``exact``)."""
+    base, clusters, chip, netk = net.base, net.clusters, net.chip_index, net.network_index
+    n = len(chip)
+    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
+    tiers = [cl.tier_for_group(setting.tp) if setting.tp > 1 else cl.tiers[0] for cl in clusters]
+    classes: dict = {}
+    for k, t in enumerate(tiers):
+        classes.setdefault((t.bandwidth_Bps, t.latency_s, t.efficiency) if setting.tp > 1 else None, []).append(k)
+    layer_lo = {}
+    for key, ks in classes.items():
+        idx = np.flatnonzero(np.isin(netk, ks))
+        lo, up = _layer_bounds(model, setting, base, tiers[ks[0]], memo)
+        layer_lo[key] = lo
+        lower[:, idx], upper[:, idx] = lo[:, chip[idx]], up[:, chip[idx]]
+    fast = net.fastest.tier_for_group(setting.tp) if setting.tp > 1 else None
+    key = None if fast is None else (fast.bandwidth_Bps, fast.latency_s, fast.efficiency)
+    if key in classes:  # the fastest network's tier is one of the choices' (always at t = 1): its times again
+        lo = layer_lo[key]
+    else:
+        lo, _ = _layer_bounds(model, setting, base, fast, memo)
+    c = memory_costs(model, setting, spec.optimizer)
+    return lower, upper, c, throughput_bound(model, spec, c, lo, base, net.fastest, max_p=max_p)[:, chip]
+
+
+def _layer_bounds(model, setting, arch, tier, memo):
+    """Lower and upper layer times [slot, chip] of one setting with its tensor-parallel collectives on ``tier``."""
+    lo, up = np.zeros((len(SLOTS), len(arch))), np.zeros((len(SLOTS), len(arch)))
+    for j, (kind, direction) in enumerate(SLOTS):
+        lo[j], up[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
+    return lo, up
+
+
+@dataclass(frozen=True)
+class NetworkCandidates:
+    """What the bounds of (chip, network) candidates need: the distinct chips, each candidate's chip row and
+    network, and each network's cluster (``phaze.hardware.chip_network.network_cluster``)."""
+
+    base: ArchArrays
+    chip_index: np.ndarray
+    network_index: np.ndarray
+    clusters: tuple[Cluster, ...]
+    fastest: Cluster  # a network at least as fast as every choice (``phaze.hardware.chip_network.fastest``)
 
 
 def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower: np.ndarray, arch: ArchArrays,
@@ -332,48 +380,57 @@ def plan_units(settings: tuple[TrainSetting, ...], per_stage_recompute: bool) ->
 
 
 def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: ArchArrays,
-               cluster: Cluster) -> np.ndarray:
+               cluster: Cluster, net: NetworkCandidates | None = None) -> np.ndarray:
     """[hbm, chip] throughput bound of a plan unit from its settings' ``setting_bounds`` (``parts``): the
     largest of theirs (every plan of one mode; with >= 2 modes they need cover p = 1 only) and, with >= 2
     modes, the bound of a pipeline whose stages may each use any of them (p >= 2), from each layer's least
     lower time and least memory over the modes (above each mode's own bound at every p >= 2: its rows are a
-    superset, each no higher)."""
+    superset, each no higher). ``net``: (chip, network) candidates, whose lower times are each on its own
+    network: their pipeline bound is taken on ``net.fastest`` (no plan is slower on it, so still an upper
+    bound; ``arch`` and ``cluster`` unused)."""
     best = np.max([x[3] for x in parts], axis=0)
     if len(parts) < 2:
         return best
     lower = np.min([x[0] for x in parts], axis=0)
     floor = floor_costs({x[2].setting.recompute: x[2] for x in parts})
+    if net is not None:
+        arch, cluster = net.base, net.fastest  # arch: the HBM bandwidth only, the same for every chip
     return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2))
 
 
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                 cluster: Cluster, max_p: int | None = None) -> list[tuple]:
+                 cluster: Cluster, max_p: int | None = None, net: NetworkCandidates | None = None) -> list[tuple]:
     """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
-    share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once."""
+    share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once.
+    ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``)."""
     memo: dict = {}
+    if net is not None:
+        return [setting_bounds_networks(model, spec, s, net, memo, max_p) for s in settings]
     return [setting_bounds(model, spec, s, arch, cluster, memo, max_p) for s in settings]
 
 
 def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                      cluster: Cluster) -> tuple[list[tuple], list[np.ndarray]]:
+                      cluster: Cluster, net: NetworkCandidates | None = None) -> tuple[list[tuple], list[np.ndarray]]:
     """``group_bounds`` of settings of one (microbatch, t), and the throughput bound of each of their plan units
     (``plan_units``, ``unit_bound``), in the units' order. With units of several modes each setting's own bound
-    covers p = 1 only: the unit's bound from its floor costs (p >= 2) is above the settings' there."""
+    covers p = 1 only: the unit's bound from its floor costs (p >= 2) is above the settings' there. ``net``:
+    (chip, network) candidates (``setting_bounds_networks``)."""
     units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
-    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None)
-    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster) for u in units]
+    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net)
+    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net) for u in units]
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
-                 executor=None, on_setting=None) -> ModelBounds:
+                 executor=None, on_setting=None, net: NetworkCandidates | None = None) -> ModelBounds:
     """Layer-time bounds and the throughput upper bound of every chip for one model (vectorized over chips;
     settings spread over ``executor`` when given, those with one (microbatch, t) together so that they share
-    their op costs). ``on_setting()`` is called as each setting finishes."""
+    their op costs). ``on_setting()`` is called as each setting finishes. ``net``: the candidates are (chip,
+    network) pairs, each bounded on its own network (``arch`` and ``cluster`` unused)."""
     settings = spec.settings(model)
     groups: dict[tuple[int, int], list[TrainSetting]] = {}
     for s in settings:
         groups.setdefault((s.microbatch_size, s.tp), []).append(s)
-    args = [(model, spec, tuple(g), arch, cluster) for g in groups.values()]
+    args = [(model, spec, tuple(g), arch, cluster, net) for g in groups.values()]
     tick = on_setting or (lambda: None)
     done: dict[TrainSetting, tuple] = {}
     unit_ub: dict[tuple[TrainSetting, ...], np.ndarray] = {}

@@ -34,8 +34,10 @@ class BranchAndBound:
     """State of the exact phase: chips in bound order, the incumbent, what is done, what is pending."""
 
     def __init__(self, spec: SearchSpec, cands: CandidateSet, bounds: list[ModelBounds], ref_tput: list[float],
-                 cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None) -> None:
+                 cluster, done: dict, prune: bool, schedule_time_limit_s: float, weights=None, clusters=()) -> None:
         self.spec, self.cands, self.bounds, self.ref_tput, self.cluster = spec, cands, bounds, ref_tput, cluster
+        # with a network axis: each network's cluster (a candidate is evaluated on its own network's)
+        self.clusters = tuple(clusters)
         # per-candidate objective weight [HBM size, chip] (phaze.search.objective): score = throughput /
         # (reference x weight); a 1-D weight is the same at every HBM size
         w = np.ones(len(cands)) if weights is None else np.asarray(weights, np.float64)
@@ -48,7 +50,12 @@ class BranchAndBound:
         self.chip_ub = self.ub.max(axis=0)
         area = cands.area_mm2
         # best bound first; for an exact Pareto front, smallest area first (what is smaller is then known)
-        self.order = np.lexsort((np.arange(len(cands)), area if self.pareto else -self.chip_ub))
+        # with a network axis (and not Pareto): a chip's candidates of equal bound side by side, fastest network
+        # first, so a batch carries them together and the first bounds the rest (``evaluate_chips``)
+        keys = (np.arange(len(cands)),)
+        if self.clusters and not self.pareto:
+            keys += (_network_rank(cands.networks)[cands.network_index], cands.chip_index)
+        self.order = np.lexsort(keys + (area if self.pareto else -self.chip_ub,))
         self.sorted_ub = self.chip_ub[self.order]
         self.pos = 0
         self.done = done
@@ -88,7 +95,7 @@ class BranchAndBound:
         tasks: list[ChipTask] = []
         shared: list[ChipResult] = []
         try:
-            while len(tasks) < n:
+            while len(tasks) < n or self._sibling_next(tasks):
                 task = self._next_task(shared)
                 if task is None:
                     break
@@ -97,6 +104,12 @@ class BranchAndBound:
             if shared:
                 store.add(shared, {r.index: chip_fields(self.cands, r.index) for r in shared})
         return tasks
+
+    def _sibling_next(self, tasks: list[ChipTask]) -> bool:
+        """True when the next candidate in order is the last task's chip on another network (a batch keeps a
+        chip's candidates together)."""
+        return bool(tasks) and self.clusters != () and self.pos < len(self.order) \
+            and tasks[-1].base_chip == int(self.cands.chip_index[self.order[self.pos]])
 
     def _next_task(self, shared: list[ChipResult]) -> ChipTask | None:
         while self.pos < len(self.order):
@@ -112,7 +125,10 @@ class BranchAndBound:
                 continue
             # chips share a bounded result only with equal lower-bound layer times AND equal weights (a chip of
             # equal times but a smaller weight, e.g. less area under perf-per-area, could score higher)
-            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]]).tobytes()
+            # ... and the same network: a bound found on one network never stands for a chip on another (a slower
+            # network's bounded chip says nothing of the same chip on a faster one)
+            net = [np.array([float(self.cands.network_index[c])])] if self.clusters else []
+            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]] + net).tobytes()
             if sig in self.bounded_sigs:
                 results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
                 shared.extend(results)
@@ -124,9 +140,12 @@ class BranchAndBound:
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib},
                                      b.units, self.plan_spaces[k])
                            for k, (b, r) in enumerate(zip(self.bounds, self.ref_tput)))
-            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, self.cluster,
+            cluster = self.clusters[int(self.cands.network_index[c])] if self.clusters else self.cluster
+            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
-                            self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms})
+                            self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms},
+                            base_chip=int(self.cands.chip_index[c]) if self.clusters else -1,
+                            network=self.cands.network(c) if self.clusters else None)
         return None
 
     def absorb_many(self, finished: list[tuple[int, list[ChipResult]]], store: Store) -> None:
@@ -161,6 +180,17 @@ class BranchAndBound:
         counts["pruned"] = total - counts["exact"] - counts["bounded"] - counts["infeasible"]
         counts.update(self.counters)
         return counts
+
+
+def _network_rank(networks) -> np.ndarray:
+    """Each network's place when a chip's candidates are visited: most PHY bandwidth first (a network at least
+    as fast as another has at least its bandwidth on both tiers), then the larger domain, a switch before a
+    torus (``phaze.hardware.chip_network.at_least_as_fast`` never holds the other way round)."""
+    order = sorted(range(len(networks)), key=lambda i: (-(networks[i].scale_up_Bps + networks[i].scale_out_Bps),
+                                                        -networks[i].scale_up_chips, networks[i].topology != "switch"))
+    rank = np.empty(len(networks), np.int64)
+    rank[order] = np.arange(len(networks))
+    return rank
 
 
 class _Front:

@@ -29,15 +29,31 @@ def stored_space(spec: dict):
     from phaze.hardware.space import DesignSpace
 
     known = {f.name for f in fields(DesignSpace)}
-    return DesignSpace(**{k: v for k, v in spec["space"].items() if k in known})
+    kw = {k: v for k, v in spec["space"].items() if k in known}
+    for f in ("net_scale_up_chips", "net_scale_up_Bps", "net_topologies", "net_scale_out_Bps"):
+        kw.setdefault(f, ())  # a store from before the network axis: its chips were on the search's cluster
+    return DesignSpace(**kw)
 
 
 def stored_candidates(spec: dict):
-    """The candidate chips a stored search numbered: its design space, less the chips over its power cap."""
-    from phaze.hardware.space import enumerate_space
-    from phaze.search.objective import apply_tdp
+    """The candidate chips a stored search numbered: its design space (with its networks), less the chips over its
+    power cap (``phaze.search.objective.search_candidates``, as ``run_search`` numbers them)."""
+    from phaze.search.objective import search_candidates
 
-    return apply_tdp(enumerate_space(stored_space(spec)), spec.get("tdp_w"))
+    return search_candidates(stored_space(spec), spec.get("tdp_w"), spec.get("objective", "throughput"))
+
+
+def stored_cluster(spec: dict, chip: int | None = None, cands=None):
+    """The cluster stored candidate ``chip`` was evaluated on: its network's (a space with a network axis), else
+    the search's ``cluster``."""
+    from phaze.hardware.chip_network import network_cluster
+    from phaze.hardware.presets import get_cluster
+
+    net = None
+    if chip is not None:
+        cands = cands if cands is not None else stored_candidates(spec)
+        net = cands.network(int(chip))
+    return get_cluster(spec["cluster"], spec["devices"]) if net is None else network_cluster(net, spec["devices"])
 
 
 def winner_chip(spec: dict, row) -> Accelerator:
@@ -55,13 +71,12 @@ def winner_chip(spec: dict, row) -> Accelerator:
 def search_details(spec: dict, best) -> list[PlanDetail]:
     """Per model: the search winner's plan, evaluated again on the rebuilt chip under the runtime it was found
     with (empty when there is no winner)."""
-    from phaze.hardware.presets import get_cluster
     from phaze.search.spec import search_runtime
 
     if best is None:
         return []
     acc = winner_chip(spec, best)
-    cluster = get_cluster(spec["cluster"], spec["devices"])
+    cluster = stored_cluster(spec, best.chip)
     # SearchSpec.runtime (a store without "plan_space" searched the paper's)
     runtime = search_runtime(spec.get("plan_space", "paper"), spec.get("optimizer", "adam"))
     out = []

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from phaze.hardware.accelerator import Accelerator
+from phaze.hardware.chip_network import at_least_as_fast
 from phaze.hardware.cluster import Cluster
 from phaze.placement import DeviceSpec, best_plan_from_costs, evaluate_costs
 from phaze.placement.evaluation import lane_ops_per_s
@@ -68,6 +69,10 @@ class ChipTask:
     # objective weight per HBM size (phaze.search.objective; None: 1): the score divides throughput by the
     # reference's times this
     weight_by_hbm: dict | None = None
+    # with a network axis: the candidate's chip (its row of the space's distinct chips) and its network, so a
+    # batch's candidates of one chip bound each other (``evaluate_chips``); -1 / None without an axis
+    base_chip: int = -1
+    network: object = None
 
 
 @dataclass(frozen=True)
@@ -301,5 +306,41 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
 def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
     """``evaluate_chip`` of several chips in one call, in order: one round trip to a worker for a batch of
     chips (most chips deep in the bound order are ruled out in milliseconds, so a round trip per chip would
-    cost more than the work on a loaded machine)."""
-    return [evaluate_chip(t) for t in tasks]
+    cost more than the work on a loaded machine).
+
+    With a network axis the batch holds a chip's candidates together, fastest network first, and a candidate
+    whose chip was already evaluated on a network at least as fast (``at_least_as_fast``: no plan is slower
+    there) is bounded by that result at each HBM size (``sibling_bounds``): one evaluation rules out a chip on
+    all its slower networks."""
+    out: list[list[ChipResult]] = []
+    seen: list[tuple[ChipTask, list[ChipResult]]] = []
+    for t in tasks:
+        bound = sibling_bounds(t, seen)
+        cut = tuple(g for g in t.hbm_gib if bound.get(g, math.inf) < t.incumbent_score * (1 - TIE_RTOL))
+        rest = tuple(g for g in t.hbm_gib if g not in cut)
+        results = (evaluate_chip(replace(t, hbm_gib=rest)) if rest else []) \
+            + [ChipResult(t.index, g, "bounded", bound[g], (), 0, 0) for g in cut]
+        results.sort(key=lambda r: -r.hbm_gib)
+        out.append(results)
+        if t.network is not None:
+            seen.append((t, results))
+    return out
+
+
+def sibling_bounds(task: ChipTask, seen) -> dict:
+    """Per HBM size of ``task``, an upper bound of its score from the results ``seen`` of the same chip on a
+    network at least as fast: its throughput there is no lower, so its score is at most that result's score
+    (exact, or the upper bound of a bounded one) times the ratio of the two candidates' objective weights."""
+    out: dict = {}
+    if task.network is None:
+        return out
+    mine = task.weight_by_hbm or {}
+    for other, results in seen:
+        if other.base_chip != task.base_chip or not at_least_as_fast(other.network, task.network):
+            continue
+        theirs = other.weight_by_hbm or {}
+        for r in results:
+            if r.hbm_gib in task.hbm_gib:
+                b = r.score * theirs.get(r.hbm_gib, 1.0) / mine.get(r.hbm_gib, 1.0)
+                out[r.hbm_gib] = min(out.get(r.hbm_gib, math.inf), b)
+    return out

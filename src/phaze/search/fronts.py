@@ -42,15 +42,16 @@ def point_rows(rows, references, cands) -> list[dict]:
     """One dict per exactly evaluated row (``ChipRow``): chip, hbm_gib, throughput_x (score against the
     references' best plans), seq_per_s (per model), area_mm2, peak_power_w and tco_usd (TCO at peak power)."""
     from phaze.hardware.cost import tco_parts
-    from phaze.hardware.power import peak_power_w
 
     if not rows:
         return []
     rows = sorted(rows, key=lambda r: (r.hbm_gib, r.chip))  # the order ties are kept in (front_2d)
     idx = np.asarray([r.chip for r in rows])
-    peak = np.asarray(peak_power_w(cands.arch.select(idx)), np.float64)
+    sub = cands.select(idx)  # with a network axis: each chip's network PHY power and price
+    peak = sub.peak_power_w()
     tco = np.asarray(tco_parts(np.asarray([r.area_mm2 for r in rows], np.float64),
-                               np.asarray([r.hbm_gib * GiB for r in rows], np.float64), peak)["total_usd"])
+                               np.asarray([r.hbm_gib * GiB for r in rows], np.float64), peak,
+                               sub.network_usd())["total_usd"])
     out = []
     for i, r in enumerate(rows):
         tputs = [o.throughput_seq_per_s for o in r.outcomes]
@@ -72,21 +73,24 @@ def fronts(points: list[dict]) -> dict[str, list[dict]]:
     return out
 
 
-def tco_table(best, best_acc, references, ref_accs: dict) -> dict[str, dict]:
+def tco_table(best, best_acc, references, ref_accs: dict, networks: dict | None = None) -> dict[str, dict]:
     """{"winner": its TCO parts, reference chip name: its}: energy at the average power of the best plans (the
-    mean over models), with ``tco_at_peak_usd`` (energy at peak power: what perf-per-dollar divides by)."""
+    mean over models), with ``tco_at_peak_usd`` (energy at peak power: what perf-per-dollar divides by).
+    ``networks``: {"winner" or reference name: ChipNetwork} when the chips have their own networks (priced)."""
     from phaze.hardware.cost import chip_tco
 
     if not best_acc.has_hierarchy:  # the paper's template has no power model, so no energy figure
         return {}
 
-    def one(acc, power_w) -> dict:
-        d = chip_tco(acc, power_w)
-        d["tco_at_peak_usd"] = chip_tco(acc)["total_usd"]
+    nets = networks or {}
+
+    def one(acc, power_w, key) -> dict:
+        d = chip_tco(acc, power_w, nets.get(key))
+        d["tco_at_peak_usd"] = chip_tco(acc, None, nets.get(key))["total_usd"]
         return d
 
-    out = {"winner": one(best_acc, best.power_w)}
+    out = {"winner": one(best_acc, best.power_w, "winner")}
     for name, acc in ref_accs.items():
         pw = [r.power_w for r in references if r.chip_name == name and r.power_w is not None]
-        out[name] = one(acc, sum(pw) / len(pw) if pw else None)
+        out[name] = one(acc, sum(pw) / len(pw) if pw else None, name)
     return out

@@ -152,7 +152,11 @@ def _power(model, accelerator: Accelerator, evaluation, cluster) -> dict:
 
 def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed: int, samples: int,
                     quiet: bool, executor, prog: Progress) -> tuple[list[ReproduceRow], dict]:
-    cluster = get_cluster(spec.cluster, spec.devices)
+    from phaze.search.objective import search_candidates
+    from phaze.search.run import reference_cluster
+
+    # the fixed chips (TPUv4-like, Spotlight-style) are on the reference's network (TPU v4's ICI with a network axis)
+    cluster = reference_cluster(spec, get_cluster(spec.cluster, spec.devices))
     res = run_search(spec, store_path, workers=workers, resume=True, quiet=quiet, namespace=f"cosearch/{model.name}",
                      executor=executor, why=False)
     ref = res.references[0]
@@ -160,18 +164,22 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     ratio = (lambda x: x / ref_tput) if ref_tput > 0 else (lambda x: 0.0)
     rows = []
     b = res.best
-    cands = enumerate_space(spec.space)
+    cands = search_candidates(spec.space, spec.tdp_w, spec.objective)  # the winner's numbering
     if b is not None:
         o = b.outcomes[0]
         acc = cands.arch.accelerator(b.chip, name=f"phaze-{model.name}")
+        net = cands.network(b.chip)  # its own network (a space with a network axis): named beside the chip
         rows.append(ReproduceRow(model.name, "phaze", "best", o.throughput_seq_per_s,
                                  ratio(o.throughput_seq_per_s), b.area_mm2, o.power_w, b.hbm_gib,
-                                 chip_text(acc),
+                                 chip_text(acc) + (f"; network {net.name}" if net is not None else ""),
                                  o.plan, o.iteration_time_s, res.wall_time_s, res.counts["exact"],
                                  res.counts.get("schedules_solved"), res.counts.get("schedules_not_optimal"),
                                  o.bound_by, area_split(acc)))
     tpu = spec.space.reference  # the TPUv4-like chip of the space's template
-    tpu_area = float(area_mm2(tpu))
+    # areas with the network's PHY where the chips have networks (the winner's is in its row; the fixed chips are
+    # on the reference's network, TPU v4's ICI)
+    phy_mm2 = _reference_phy_mm2(spec)
+    tpu_area = float(area_mm2(tpu)) + phy_mm2
     tpu_gib = tpu.hbm_bytes / GiB
     rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.power_w,
                              tpu_gib, chip_text(tpu), ref.best_plan, spec.global_batch / ref_tput if ref_tput else None,
@@ -190,18 +198,26 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                              None, None, None, None, pp["bound"], area_split(tpu)))
     prog.note(f"{model.name}: Spotlight-style search ({samples} samples, seed {seed})")
     prog.stage(f"spotlight {model.name}", samples, "samples")
-    sp = spotlight_search(model, cands, seed=seed, samples=samples, executor=executor,
-                          on_sample=lambda n: prog.update(n))
+    sp = spotlight_search(model, enumerate_space(spec.space.without_network()), seed=seed, samples=samples,
+                          executor=executor, on_sample=lambda n: prog.update(n))
     prog.done(f"best {sp.value:.4g} {'J s' if sp.objective == 'edp' else 's'} per pass, chip {sp.index}")
     prog.note(f"{model.name}: best and paper plans of the Spotlight-style chip on HBM "
               f"{'/'.join(map(str, spec.hbm_gib))} GiB")
     best, paper = chip_plans(model, sp.accelerator, spec, cluster, spec.hbm_gib, ScheduleCache())
     for kind, d in (("best", best), ("paper", paper)):
         rows.append(ReproduceRow(model.name, "spotlight", kind, d["throughput_seq_per_s"], ratio(d["throughput_seq_per_s"]),
-                                 sp.area_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
+                                 sp.area_mm2 + phy_mm2, d["power_w"], d["hbm_gib"], chip_text(sp.accelerator), d["plan"],
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
                                  sp.schedules_not_optimal, d["bound_by"], area_split(sp.accelerator)))
     return rows, dict(res.counts)
+
+
+def _reference_phy_mm2(spec: SearchSpec) -> float:
+    """PHY area of the reference's network (TPU v4's ICI) when the space has a network axis, else 0."""
+    from phaze.hardware.chip_network import phy_area_mm2
+
+    net = spec.space.reference_network
+    return float(phy_area_mm2(net)) if net is not None else 0.0
 
 
 def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:
@@ -314,10 +330,12 @@ def spotlight_baseline(spec: SearchSpec, *, seed: int = 0, samples: int = SAMPLE
     if len(spec.models) != 1:
         raise ConfigError("--baseline spotlight optimises one chip for one model's layers; give one --model")
     model = spec.models[0]
-    cands = enumerate_space(spec.space)
+    from phaze.search.run import reference_cluster
+
+    cands = enumerate_space(spec.space.without_network())  # chips only: it is scored on the reference's network
     _check(cands, samples, min(10, samples), objective)
     t0 = time.perf_counter()
-    cluster = get_cluster(spec.cluster, spec.devices)
+    cluster = reference_cluster(spec, get_cluster(spec.cluster, spec.devices))
     prog = Progress(quiet, prefix="phaze search")
     executor = make_executor("local", workers)
     try:

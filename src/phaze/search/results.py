@@ -281,6 +281,9 @@ class SearchResult:
     # {"winner" or reference chip name: TCO parts} and {axis: front points} (``phaze.search.fronts``)
     tco: dict = field(default_factory=dict)
     fronts: dict = field(default_factory=dict)
+    # the winner's and the reference's network (``ChipNetwork.to_dict``) when the space has a network axis
+    network: dict | None = None
+    reference_network: dict | None = None
     # the second reference, the real TPU v4 (``tpuv4`` preset), one per model; () for the paper's space
     real_references: tuple[ReferenceRow, ...] = ()
 
@@ -313,7 +316,8 @@ class SearchResult:
                 "references": [r.to_dict() for r in self.references], "pareto": [r.to_dict() for r in self.pareto],
                 "wall_time_s": self.wall_time_s, "per_model": [r.to_dict() for r in self.per_model],
                 "wins_because": self.wins_because, "tco": self.tco, "fronts": self.fronts,
-                "real_references": [r.to_dict() for r in self.real_references], "gains": self.gains()}
+                "real_references": [r.to_dict() for r in self.real_references], "gains": self.gains(),
+                "network": self.network, "reference_network": self.reference_network}
 
     @classmethod
     def from_dict(cls, d: dict, where: str = "search result") -> "SearchResult":
@@ -327,7 +331,8 @@ class SearchResult:
                    chip_rows(_get(d, "per_model", (list,), where, required=False) or [], f"{where} per-model row"),
                    *(_get(d, k, (dict,), where, required=False) or {} for k in ("wins_because", "tco", "fronts")),
                    real_references=reference_rows(_get(d, "real_references", (list,), where, required=False) or [],
-                                                  f"{where} TPU v4 reference"))
+                                                  f"{where} TPU v4 reference"),
+                   **{k: _get(d, k, (dict, _NONE), where, required=False) for k in ("network", "reference_network")})
 
 
 assert [f.name for f in fields(ChipRow)][:14] == list(_ROW_KINDS)  # to_dict writes the store's column order

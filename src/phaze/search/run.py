@@ -10,18 +10,34 @@ import numpy as np
 
 from phaze.errors import InfeasibleError
 from phaze.hardware.presets import get_cluster
-from phaze.hardware.space import enumerate_space
 from phaze.progress import Progress
-from phaze.search.bounds import model_bounds
+from phaze.search.bounds import NetworkCandidates, model_bounds
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chips
 from phaze.search.fixed_plan import fixed_chip_plan
-from phaze.search.objective import apply_tdp, chip_weights
+from phaze.search.objective import chip_weights, search_candidates
 from phaze.search.results import AtHbm, ChipRow, ReferenceRow, SearchResult, chip_rows, reference_rows
 from phaze.search.executor import abort, make_executor
 from phaze.search.spec import SearchSpec
 from phaze.search.store import Store
 from phaze.units import GiB
+
+
+def reference_cluster(spec: SearchSpec, cluster):
+    """The cluster the references are scored on: their own network's (TPU v4's ICI, which both the TPUv4-like chip
+    and the real TPU v4 have) when the space has a network axis (every candidate then has its own network), else
+    the search's ``cluster``."""
+    from phaze.hardware.chip_network import network_cluster
+
+    net = spec.space.reference_network
+    return cluster if net is None else network_cluster(net, spec.devices)
+
+
+def candidate_clusters(spec: SearchSpec, cands) -> tuple:
+    """Each network choice's cluster (``phaze.hardware.chip_network.network_cluster``; empty without an axis)."""
+    from phaze.hardware.chip_network import network_cluster
+
+    return tuple(network_cluster(n, spec.devices) for n in cands.networks)
 
 
 def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gib: float,
@@ -70,8 +86,16 @@ def references(spec: SearchSpec, cluster, chip=None) -> list[ReferenceRow]:
             best = dict(best_seq_per_s=0.0, best_plan=f"none fits: {err}", best_mfu=0.0)
         b = paper_baseline(m, chip, cluster, spec.global_batch, spec.paper_plan_runtime)
         ev = b.evaluation
-        out.append(ReferenceRow(model=m.name, area_mm2=float(area_mm2(chip)), hbm_gib=chip.hbm_bytes / GiB,
-                                chip_name=chip.name, **chip_facts(chip), **best,
+        facts = chip_facts(chip)
+        net = spec.space.reference_network
+        phy_mm2 = 0.0
+        if net is not None:  # its own network's PHY (TPU v4's ICI): in its area and peak power
+            from phaze.hardware.chip_network import network_power_w, phy_area_mm2
+            phy_mm2 = float(phy_area_mm2(net))
+            if facts.get("peak_power_w") is not None:
+                facts["peak_power_w"] += float(network_power_w(net))
+        out.append(ReferenceRow(model=m.name, area_mm2=float(area_mm2(chip)) + phy_mm2, hbm_gib=chip.hbm_bytes / GiB,
+                                chip_name=chip.name, **facts, **best,
                                 paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
                                 paper_plan=b.plan.describe() if b.plan is not None else b.reason,
                                 paper_fits=b.fits, paper_reason=b.reason))
@@ -150,10 +174,14 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
     reproduce table, which shows none of them, leaves it out)."""
     t0 = time.perf_counter()
     cluster = get_cluster(spec.cluster, spec.devices)  # every input checked before the store is created
-    cands = enumerate_space(spec.space)
-    if len(cands) == 0:
-        raise InfeasibleError("the design space has no candidate under its area budget; raise --budget-mm2")
-    cands = apply_tdp(cands, spec.tdp_w)
+    cands = search_candidates(spec.space, spec.tdp_w, spec.objective)
+    clusters = candidate_clusters(spec, cands)
+    net = None
+    if clusters:
+        from phaze.hardware.chip_network import fastest, network_cluster
+        net = NetworkCandidates(cands.base, cands.chip_index, cands.network_index, clusters,
+                                network_cluster(fastest(cands.networks), spec.devices))
+    ref_cluster = reference_cluster(spec, cluster)
     weights = chip_weights(spec.objective, cands, spec.space.reference, spec.hbm_gib)
     for m in spec.models:
         spec.settings(m)
@@ -177,10 +205,10 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         refs_job = reals_job = None
         if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
             prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
-            refs_job = executor.submit(references, spec, cluster)
+            refs_job = executor.submit(references, spec, ref_cluster)
         if reals is None:
             prog.note("evaluating the TPU v4 reference chip (on a worker, alongside the bounds)")
-            reals_job = executor.submit(references, spec, cluster, real)
+            reals_job = executor.submit(references, spec, ref_cluster, real)
         total = len(cands) * len(spec.hbm_gib)
         per_model = []
         bounds = []
@@ -188,7 +216,8 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             prog.note(f"bounding {m.name} on {len(cands)} chips (vectorized; settings over {workers} "
                       f"worker{'s' if workers > 1 else ''})")
             prog.stage(f"bounding {m.name}", len(spec.settings(m)), "settings")
-            bounds.append(model_bounds(m, spec, cands.arch, cluster, executor, prog.advance))
+            bounds.append(model_bounds(m, spec, cands.arch if net is None else None, cluster, executor, prog.advance,
+                                       net))
         prog.done()
         if refs_job is not None:
             refs = refs_job.result()
@@ -198,7 +227,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             store.put_meta("real_references", [r.to_dict() for r in reals])
         ref_tput = [r.best_seq_per_s or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
-                            weights)
+                            weights, clusters)
         prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
                   f"the bounds rule out are counted as they go")
         prog.stage("exact evaluation", total, "candidates")
@@ -213,7 +242,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 sub = store.scoped(k)
                 _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights, spec.hbm_gib)
                 bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
-                                      prune, schedule_time_limit_s, weights)
+                                      prune, schedule_time_limit_s, weights, clusters)
                 prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
                 prog.stage(f"{m.name} alone", total, "candidates")
                 prog.update(bb_k.resolved())
@@ -230,12 +259,12 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             if g != spec.space.reference.hbm_bytes / GiB and any(
                     (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in refs):
                 prog.note(f"the TPUv4-like reference at the best chip's HBM ({g} GiB)")
-                refs = reference_at_hbm(spec, cluster, refs, g)
+                refs = reference_at_hbm(spec, ref_cluster, refs, g)
                 store.put_meta("references", [r.to_dict() for r in refs])
             if real is not None and g != real.hbm_bytes / GiB and any(
                     (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in reals):
                 prog.note(f"the TPU v4 reference at the best chip's HBM ({g} GiB)")
-                reals = reference_at_hbm(spec, cluster, reals, g, real)
+                reals = reference_at_hbm(spec, ref_cluster, reals, g, real)
                 store.put_meta("real_references", [r.to_dict() for r in reals])
             prog.note("explaining the answer: power and what bounds each reported chip's time")
             rows[0] = _explain(rows[0], spec, cands, cluster)
@@ -249,7 +278,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             if why:
                 prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
                           "chip's best plan searched again; TCO and the Pareto fronts")
-                explained_why = _why(rows, refs, reals, spec, cands, cluster, executor)
+                explained_why = _why(rows, refs, reals, spec, cands, cluster, ref_cluster, executor)
                 for k, v in explained_why.items():
                     store.put_meta(k, v)
         if own:
@@ -260,21 +289,37 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             abort(executor)
         prog.close()
         store.close()
+    nets = {"network": cands.network(rows[0].chip).to_dict() if rows and clusters else None,
+            "reference_network": spec.space.reference_network.to_dict() if clusters else None}
     return SearchResult(store_path, spec.fingerprint(), counts, rows[0] if rows else None, tuple(refs),
                         tuple(front), time.perf_counter() - t0, tuple(per_model), real_references=tuple(reals),
-                        **(explained_why if rows else {}))
+                        **(explained_why if rows else {}), **nets)
+
+
+def own_cluster(spec: SearchSpec, cands, chip: int, cluster):
+    """Candidate ``chip``'s cluster: its network's, or the search's ``cluster`` without a network axis."""
+    from phaze.hardware.chip_network import network_cluster
+
+    net = cands.network(int(chip))
+    return cluster if net is None else network_cluster(net, spec.devices)
 
 
 def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     from phaze.search.explain import enrich_row
 
     acc = replace(cands.arch.accelerator(int(row.chip)), hbm_bytes=int(row.hbm_gib) * GiB, name=f"cand{row.chip}")
-    return enrich_row(row, acc, spec, cluster)
+    out = enrich_row(row, acc, spec, own_cluster(spec, cands, row.chip, cluster))
+    net = cands.network(int(row.chip))
+    if net is not None and out.peak_power_w is not None:  # the chip's peak with its network's PHY
+        from phaze.hardware.chip_network import network_power_w
+        out = replace(out, peak_power_w=out.peak_power_w + float(network_power_w(net)))
+    return out
 
 
-def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, executor=None) -> dict:
+def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref_cluster, executor=None) -> dict:
     """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``);
-    ``executor``: the search's pool, for the decomposition's chips."""
+    ``executor``: the search's pool, for the decomposition's chips; ``ref_cluster``: the references' network's
+    (``reference_cluster``)."""
     from phaze.search.fronts import fronts, point_rows, tco_table
     from phaze.search.why import wins_because
 
@@ -283,12 +328,17 @@ def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, exe
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
     real = spec.space.real_reference
-    # the search's own throughputs of each reference (its best plan at its own HBM) and of the winner
-    known = [(spec.space.reference, [r.best_seq_per_s for r in refs]),
-             (acc, [o.throughput_seq_per_s for o in best.outcomes])]
+    win_net, ref_net = cands.network(int(best.chip)), spec.space.reference_network
+    networks = None if win_net is None else {"reference": (ref_net, ref_cluster),
+                                             "winner": (win_net, own_cluster(spec, cands, best.chip, cluster))}
+    # the search's own throughputs of each reference (its best plan at its own HBM, on the references' network)
+    # and of the winner (on its own network)
+    known = [(spec.space.reference, [r.best_seq_per_s for r in refs], "reference"),
+             (acc, [o.throughput_seq_per_s for o in best.outcomes], "winner")]
     if real is not None and reals:
         ref_accs[real.name] = real
-        known.append((real, [r.best_seq_per_s for r in reals]))
-    why = wins_because(spec, cluster, acc, ref_accs, known, executor)
-    return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs),
+        known.append((real, [r.best_seq_per_s for r in reals], "reference"))
+    why = wins_because(spec, cluster, acc, ref_accs, known, executor, networks)
+    nets = None if win_net is None else {"winner": win_net, **{name: ref_net for name in ref_accs}}
+    return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs, nets),
             "fronts": fronts(point_rows(rows, refs, cands))}

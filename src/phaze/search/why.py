@@ -12,8 +12,10 @@ every chip of a search, the references included, is scored in the same plan spac
 (``benchmarks/bench_plan_space.py`` reports it), not a difference between two chips.
 
 A step whose intermediate chip cannot be built (the template refuses it) or on which no plan fits is merged
-with the next step, and the merged step says so. The cluster network and the plan space are the same for every
-chip of a search, so their steps are 1 by construction and are listed as such.
+with the next step, and the merged step says so. The network: with a network axis (issue 34 item 5) every chip
+step runs on the reference's own network (TPU v4's ICI) and the "network (cluster)" step then moves the winner's
+chip onto the winner's network (a real speedup; its area and peak power with that network's PHY); without one,
+every chip shares the search's cluster and the step is 1 by construction.
 """
 from __future__ import annotations
 
@@ -38,7 +40,8 @@ _NAMED = {f for _, fs in STEPS for f in fs}
 REST = ("clock and the other chip constants",
         tuple(f.name for f in fields(Accelerator) if f.name != "name" and f.name not in _NAMED))
 # steps that are not the chip's: the same for every chip of a search
-NOT_CHIP = (("network (cluster)", "the same cluster network for every chip of the search (no per-chip network)"),
+NETWORK_STEP = "network (cluster)"
+NOT_CHIP = ((NETWORK_STEP, "the same cluster network for every chip of the search (no per-chip network)"),
             ("plan space", "the same plan space (--plan-space) for every chip of the search"))
 
 
@@ -46,14 +49,21 @@ def _value(tputs: list[float], ref_tputs: list[float]) -> float:
     return sum(t / r for t, r in zip(tputs, ref_tputs)) / len(tputs)
 
 
-def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> list[dict]:
+def decompose(reference: Accelerator, winner: Accelerator, models, evaluate, networks=None) -> list[dict]:
     """The steps from ``reference`` to ``winner`` (module docstring). ``evaluate(model, chip)``: the chip's
     throughput (seq/s) under its best plan, InfeasibleError when no plan fits. Each step: resource, speedup,
     cumulative (product so far), changed ({field: [reference's, winner's]}), seq_per_s (per model, after the
     step), area_mm2 and peak_power_w of the chip after it, and a note where the step is merged or is 1 by
-    construction."""
-    def run(chip) -> list[float]:
-        return [float(evaluate(m, chip)) for m in models]
+    construction. ``networks``: {"reference": ChipNetwork, "winner": ChipNetwork} when the chips have their own
+    networks; ``evaluate(model, chip, which)`` then scores on the "reference" or "winner" network (module
+    docstring)."""
+    def run(chip, which: str = "reference") -> list[float]:
+        return [float(evaluate(m, chip) if networks is None else evaluate(m, chip, which)) for m in models]
+
+    phy = {} if networks is None else {k: _phy(n) for k, n in networks.items()}
+
+    def step(*a, net: str = "reference") -> dict:
+        return _step(*a, phy=phy.get(net))
 
     ref_t = run(reference)
     if not all(t > 0 for t in ref_t):
@@ -67,7 +77,7 @@ def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> 
                    if getattr(cur, f) != getattr(winner, f)}
         if not changed and not pending:
             if resource != REST[0]:
-                out.append(_step(resource, 1.0, cum, {}, cur_t, cur, "the same in both chips"))
+                out.append(step(resource, 1.0, cum, {}, cur_t, cur, "the same in both chips"))
             continue
         want = {f: getattr(winner, f) for _, fs in pending + [(resource, names)] for f in fs}
         try:
@@ -84,7 +94,7 @@ def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> 
         label = " + ".join([r for r, _ in pending] + [resource])
         every = {f: [getattr(reference, f), getattr(winner, f)] for f in want if getattr(cur, f) != want[f]}
         note = "merged: " + "; ".join(why_merged) if pending else ""
-        out.append(_step(label, v / cur_v, cum, every, tputs, chip, note))
+        out.append(step(label, v / cur_v, cum, every, tputs, chip, note))
         cur, cur_t, cur_v, pending, why_merged = chip, tputs, v, [], []
     if pending:
         raise InfeasibleError(f"the winner {winner.name} has no plan for every model; nothing to decompose")
@@ -94,18 +104,39 @@ def decompose(reference: Accelerator, winner: Accelerator, models, evaluate) -> 
     if fields_of(cur) != fields_of(winner):
         raise AssertionError("the decomposition did not end at the winner's chip")  # every field is in a step
     for resource, note in NOT_CHIP:
-        out.append(_step(resource, 1.0, cum, {}, cur_t, cur, note))
+        if resource == NETWORK_STEP and networks is not None:
+            ref_n, win_n = networks["reference"], networks["winner"]
+            tputs = run(cur, "winner")
+            if not all(t > 0 for t in tputs):
+                raise InfeasibleError(f"the winner {winner.name} has no plan on its own network")
+            v = _value(tputs, ref_t)
+            cum *= v / cur_v
+            changed = {"network": [ref_n.name, win_n.name]} if ref_n != win_n else {}
+            out.append(step(resource, v / cur_v, cum, changed, tputs, cur,
+                            "" if changed else "the same in both chips", net="winner"))
+            cur_t, cur_v = tputs, v
+            continue
+        out.append(step(resource, 1.0, cum, {}, cur_t, cur, note, net="winner"))
     return out
 
 
-def _step(resource: str, speedup: float, cum: float, changed: dict, tputs: list[float], chip, note: str) -> dict:
+def _phy(net) -> tuple[float, float]:
+    from phaze.hardware.chip_network import network_power_w, phy_area_mm2
+
+    return float(phy_area_mm2(net)), float(network_power_w(net))
+
+
+def _step(resource: str, speedup: float, cum: float, changed: dict, tputs: list[float], chip, note: str,
+          phy: tuple[float, float] | None = None) -> dict:
+    """One step's row; ``phy``: (area, power) of the network the chip is on, added to the chip's."""
     from phaze.hardware.area import area_mm2
     from phaze.hardware.power import peak_power_w
 
-    p = float(peak_power_w(chip))
+    a_net, p_net = phy or (0.0, 0.0)
+    p = float(peak_power_w(chip)) + p_net
     return {"resource": resource, "speedup": float(speedup), "cumulative": float(cum),
             "changed": {k: [_plain(a), _plain(b)] for k, (a, b) in changed.items()},
-            "seq_per_s": [float(t) for t in tputs], "area_mm2": float(area_mm2(chip)),
+            "seq_per_s": [float(t) for t in tputs], "area_mm2": float(area_mm2(chip)) + a_net,
             "peak_power_w": p if p == p else None, "note": note}
 
 
@@ -144,39 +175,55 @@ def chip_throughput(model, chip: Accelerator, spec, cluster) -> float | None:
 
 
 def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator],
-                 known: list[tuple[Accelerator, list[float]]] = (), executor=None) -> dict[str, list[dict]]:
+                 known: list[tuple] = (), executor=None, networks: dict | None = None) -> dict[str, list[dict]]:
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
     search's plan space and runtime); each chip evaluated once, a reference with no plan for every model (or a
-    winner without) left out. ``known``: (chip, per-model throughput) the search already found by the same
-    machinery (the reference's best plan, the winner's), not searched again. ``executor``: the search's pool;
-    the intermediate chips of every reference (``step_chips``) are evaluated on it at once, otherwise one after
-    another here with one schedule cache."""
+    winner without) left out. ``known``: (chip, per-model throughput[, "reference" or "winner": the network it
+    was found on, default "reference"]) the search already found by the same machinery (the reference's best
+    plan, the winner's), not searched again. ``executor``: the search's pool; the intermediate chips of every
+    reference (``step_chips``) are evaluated on it at once, otherwise one after another here with one schedule
+    cache. ``networks``: {"reference": (ChipNetwork, Cluster), "winner": (ChipNetwork, Cluster)} when the chips
+    have their own networks (``cluster`` then unused): every chip step on the reference's, the network step onto
+    the winner's (``decompose``)."""
     from phaze.schedule import ScheduleCache
     from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
-    memo = {(m.name, _chip_key(chip)): float(t) for chip, tputs in known for m, t in zip(spec.models, tputs)
-            if t > 0}
+    clusters = {"reference": cluster, "winner": cluster} if networks is None else \
+        {k: v[1] for k, v in networks.items()}
+
+    def on(which: str) -> str:  # without networks every chip is on the one cluster
+        return which if networks is not None else "reference"
+
+    memo = {(m.name, on(k[2] if len(k) > 2 else "reference"), _chip_key(k[0])): float(t)
+            for k in known for m, t in zip(spec.models, k[1]) if t > 0}
     if executor is not None:
         jobs = {}
         for ref in references.values():
             for chip in [ref, *step_chips(ref, winner)]:
                 for m in spec.models:
-                    key = (m.name, _chip_key(chip))
+                    key = (m.name, "reference", _chip_key(chip))
                     if key not in memo and key not in jobs:
-                        jobs[key] = executor.submit(chip_throughput, m, chip, spec, cluster)
+                        jobs[key] = executor.submit(chip_throughput, m, chip, spec, clusters["reference"])
+        if networks is not None:  # the network step: the winner's chip on its own network
+            for m in spec.models:
+                key = (m.name, "winner", _chip_key(winner))
+                if key not in memo and key not in jobs:
+                    jobs[key] = executor.submit(chip_throughput, m, winner, spec, clusters["winner"])
         memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
 
-    def evaluate(model, chip) -> float:
-        key = (model.name, _chip_key(chip))
+    def evaluate(model, chip, which: str = "reference") -> float:
+        key = (model.name, on(which), _chip_key(chip))
         if key not in memo:
-            memo[key] = fixed_chip_plan(model, chip, spec, cluster, schedule_cache=cache).best.throughput_seq_per_s
+            memo[key] = fixed_chip_plan(model, chip, spec, clusters[on(which)],
+                                        schedule_cache=cache).best.throughput_seq_per_s
         return memo[key]
 
+    nets = None if networks is None else {k: v[0] for k, v in networks.items()}
     out = {}
     for name, ref in references.items():
         try:
-            out[name] = decompose(ref, winner, spec.models, evaluate)
+            out[name] = decompose(ref, winner, spec.models, evaluate, nets)
         except InfeasibleError:  # no ratio to decompose
             continue
     return out
