@@ -71,6 +71,10 @@ def test_model_file_unknown_fields_once_and_types(cli, tmp_path):
     ("num_tc: [1, '4']\n", "num_tc: expected a list of integers, got the text '4'"),
     ("budget_mm2: '300'\n", "budget_mm2: expected a number, got the text '300'"),
     ("budget_mm2: 3.0e2\nnum_tc: [1, 2]\n", None),
+    ("net_scale_up_chips: 8\nnet_scale_up_Bps: [1.0e11]\nnet_topologies: [switch]\nnet_scale_out_Bps: [fast]\n",
+     "network scale-out bandwidth must be a positive finite number of B/s, got 'fast'"),
+    ("net_scale_up_chips: [8.5]\nnet_scale_up_Bps: 1.0e11\nnet_topologies: switch\nnet_scale_out_Bps: 0\n",
+     "network scale-up domain must be an integer of at least 2 chips, got 8.5"),
 ])
 def test_space_file_errors_name_the_field(cli, capsys, tmp_path, text, expect):
     (tmp_path / "s.yaml").write_text(text)

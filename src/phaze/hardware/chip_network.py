@@ -203,7 +203,10 @@ def fastest(nets) -> ChipNetwork:
 
 def network_axis(space) -> tuple[ChipNetwork, ...]:
     """Every network of a design space's axis (its ``net_*`` fields' product; empty: no axis)."""
-    return tuple(ChipNetwork(int(n), float(up), topo, float(out)) for n in space.net_scale_up_chips
+    def num(v):  # a number as a float; anything else as given, for ChipNetwork's one-line error
+        return float(v) if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) else v
+
+    return tuple(ChipNetwork(n, num(up), topo, num(out)) for n in space.net_scale_up_chips
                  for up in space.net_scale_up_Bps for topo in space.net_topologies for out in space.net_scale_out_Bps)
 
 

@@ -334,6 +334,8 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
                 bad = next(v for v in vals if not (isinstance(v, int) and not isinstance(v, bool)))
                 raise ConfigError(f"{source}: {key}: expected a list of integers, got {got(bad)} in {val!r}")
             val = tuple(v * scale for v in vals)
+        elif name in _NET_FIELDS:
+            val = tuple(val) if isinstance(val, (list, tuple)) else (val,)
         elif name == "template" and val not in TEMPLATES:
             raise ConfigError(f"{source}: template: expected one of {', '.join(TEMPLATES)}, got {got(val)}")
         elif name in ("budget_mm2", "min_fraction") and not (isinstance(val, (int, float)) and not isinstance(val, bool)):
@@ -343,6 +345,16 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
         return DesignSpace(**kw)
     except ConfigError as err:
         raise ConfigError(f"{source}: {err}") from None
+
+
+def stored_design_space(d: dict) -> DesignSpace:
+    """The DesignSpace of a stored search's ``space`` mapping (``SearchSpec.fingerprint()``); a store from before
+    the network axis has no ``net_*`` fields: its chips were on the search's cluster (no axis)."""
+    known = {f.name for f in fields(DesignSpace)}
+    kw = {k: v for k, v in d.items() if k in known}
+    for f in _NET_FIELDS:
+        kw.setdefault(f, ())
+    return DesignSpace(**kw)
 
 
 def load_space(path: str | Path) -> DesignSpace:

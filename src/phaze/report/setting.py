@@ -65,13 +65,11 @@ def network_text(space, cluster_name: str) -> str:
 def search_setting(spec: dict) -> list[tuple[str, str]]:
     """Rows for a search from its fingerprint (``SearchSpec.fingerprint()``, also what a store keeps)."""
     from phaze.hardware.presets import get_cluster
-    from phaze.hardware.space import enumerate_space
+    from phaze.hardware.space import enumerate_space, stored_design_space
     from phaze.workload.config import ModelConfig
     from phaze.workload.memory import param_count
 
-    from phaze.search.details import stored_space
-
-    space = stored_space(spec)  # a store from before the network axis: no axis
+    space = stored_design_space(spec["space"])  # a store from before the network axis: no axis
     cands = enumerate_space(space)
     mk = {f.name for f in fields(ModelConfig)}
     models = [ModelConfig(**{k: v for k, v in m.items() if k in mk}) for m in spec["models"]]

@@ -25,14 +25,10 @@ def model_from(d: dict):
 
 
 def stored_space(spec: dict):
-    """The stored design space of a search fingerprint."""
-    from phaze.hardware.space import DesignSpace
+    """The stored design space of a search fingerprint (``phaze.hardware.space.stored_design_space``)."""
+    from phaze.hardware.space import stored_design_space
 
-    known = {f.name for f in fields(DesignSpace)}
-    kw = {k: v for k, v in spec["space"].items() if k in known}
-    for f in ("net_scale_up_chips", "net_scale_up_Bps", "net_topologies", "net_scale_out_Bps"):
-        kw.setdefault(f, ())  # a store from before the network axis: its chips were on the search's cluster
-    return DesignSpace(**kw)
+    return stored_design_space(spec["space"])
 
 
 def stored_candidates(spec: dict):
