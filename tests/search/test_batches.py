@@ -5,12 +5,12 @@ import pytest
 import phaze.search.run as run_mod
 from phaze.hardware.space import DesignSpace
 from phaze.search import Store, run_search
-from tinysearch import MiB, TINY
+from tinysearch import NETWORKS, MiB, TINY
 
 pytestmark = pytest.mark.slow  # two searches of a 422-chip space
 
 SPACE = DesignSpace(num_tc=(1, 2, 4, 8, 16), num_vc=(1, 2, 4, 8), tc_widths=(16, 32, 64), tc_depths=(16, 64),
-                    glb_bytes=(2 * MiB, 32 * MiB))
+                    glb_bytes=(2 * MiB, 32 * MiB), **NETWORKS)
 
 
 def test_batched_search_equals_brute_force(tmp_path, monkeypatch):
