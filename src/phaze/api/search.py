@@ -228,9 +228,9 @@ def load_search(store: str):
         s.close()
     nets = {}
     if cands.networks:
-        from phaze.search.details import stored_space
+        from phaze.hardware.space import stored_design_space
         nets = {"network": cands.network(best.chip).to_dict() if best is not None else None,
-                "reference_network": stored_space(spec).reference_network.to_dict()}
+                "reference_network": stored_design_space(spec["space"]).reference_network.to_dict()}
     return SearchResult(store, spec, counts, best, refs, tuple(front), 0.0, tuple(per_model),
                         real_references=reals, **why, **nets)
 

@@ -157,10 +157,15 @@ class DesignSpace:
     def resolved_budget_mm2(self, area_model: AreaModel | None = None) -> float:
         if self.budget_mm2 is not None:
             return float(self.budget_mm2)
+        return float(area_mm2(self.reference, area_model)) + self.reference_phy_mm2
+
+    @property
+    def reference_phy_mm2(self) -> float:
+        """PHY area of the reference's network (TPU v4's ICI) with a network axis, else 0."""
         from phaze.hardware.chip_network import phy_area_mm2
 
         net = self.reference_network
-        return float(area_mm2(self.reference, area_model)) + (float(phy_area_mm2(net)) if net is not None else 0.0)
+        return float(phy_area_mm2(net)) if net is not None else 0.0
 
     @property
     def axes(self) -> tuple[str, ...]:

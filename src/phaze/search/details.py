@@ -24,19 +24,13 @@ def model_from(d: dict):
     return ModelConfig(**{k: v for k, v in d.items() if k in known})
 
 
-def stored_space(spec: dict):
-    """The stored design space of a search fingerprint (``phaze.hardware.space.stored_design_space``)."""
-    from phaze.hardware.space import stored_design_space
-
-    return stored_design_space(spec["space"])
-
-
 def stored_candidates(spec: dict):
     """The candidate chips a stored search numbered: its design space (with its networks), less the chips over its
     power cap (``phaze.search.objective.search_candidates``, as ``run_search`` numbers them)."""
+    from phaze.hardware.space import stored_design_space
     from phaze.search.objective import search_candidates
 
-    return search_candidates(stored_space(spec), spec.get("tdp_w"), spec.get("objective", "throughput"))
+    return search_candidates(stored_design_space(spec["space"]), spec.get("tdp_w"), spec.get("objective", "throughput"))
 
 
 def stored_cluster(spec: dict, chip: int | None = None, cands=None):

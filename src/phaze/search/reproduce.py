@@ -26,7 +26,7 @@ from phaze.search.run import fixed_chip_plan, references, run_search
 from phaze.search.spec import SearchSpec
 from phaze.search.spotlight import SAMPLES, spotlight_search
 from phaze.search.store import Store
-from phaze.units import GiB, MiB
+from phaze.units import GiB
 
 PAPER_MODELS = tuple(PAPER_PLANS)  # the paper's 8 models, in its order
 ROLES = ("phaze", "tpuv4-like", "spotlight")
@@ -178,7 +178,7 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     tpu = spec.space.reference  # the TPUv4-like chip of the space's template
     # areas with the network's PHY where the chips have networks (the winner's is in its row; the fixed chips are
     # on the reference's network, TPU v4's ICI)
-    phy_mm2 = _reference_phy_mm2(spec)
+    phy_mm2 = spec.space.reference_phy_mm2
     tpu_area = float(area_mm2(tpu)) + phy_mm2
     tpu_gib = tpu.hbm_bytes / GiB
     rows.append(ReproduceRow(model.name, "tpuv4-like", "best", ref_tput, ratio(ref_tput), tpu_area, ref.power_w,
@@ -210,14 +210,6 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
                                  d["iteration_time_s"], sp.wall_time_s, sp.evaluated, sp.schedules_solved,
                                  sp.schedules_not_optimal, d["bound_by"], area_split(sp.accelerator)))
     return rows, dict(res.counts)
-
-
-def _reference_phy_mm2(spec: SearchSpec) -> float:
-    """PHY area of the reference's network (TPU v4's ICI) when the space has a network axis, else 0."""
-    from phaze.hardware.chip_network import phy_area_mm2
-
-    net = spec.space.reference_network
-    return float(phy_area_mm2(net)) if net is not None else 0.0
 
 
 def _paper_power(model, chip: Accelerator, spec: SearchSpec, cluster) -> dict:

@@ -88,13 +88,10 @@ def references(spec: SearchSpec, cluster, chip=None) -> list[ReferenceRow]:
         ev = b.evaluation
         facts = chip_facts(chip)
         net = spec.space.reference_network
-        phy_mm2 = 0.0
-        if net is not None:  # its own network's PHY (TPU v4's ICI): in its area and peak power
-            from phaze.hardware.chip_network import network_power_w, phy_area_mm2
-            phy_mm2 = float(phy_area_mm2(net))
-            if facts.get("peak_power_w") is not None:
-                facts["peak_power_w"] += float(network_power_w(net))
-        out.append(ReferenceRow(model=m.name, area_mm2=float(area_mm2(chip)) + phy_mm2, hbm_gib=chip.hbm_bytes / GiB,
+        if net is not None and facts.get("peak_power_w") is not None:  # its own network's PHY (TPU v4's ICI)
+            from phaze.hardware.chip_network import network_power_w
+            facts["peak_power_w"] += float(network_power_w(net))
+        out.append(ReferenceRow(model=m.name, area_mm2=float(area_mm2(chip)) + spec.space.reference_phy_mm2, hbm_gib=chip.hbm_bytes / GiB,
                                 chip_name=chip.name, **facts, **best,
                                 paper_seq_per_s=ev.throughput_seq_per_s if b.fits else 0.0,
                                 paper_plan=b.plan.describe() if b.plan is not None else b.reason,
