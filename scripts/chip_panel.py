@@ -196,6 +196,19 @@ def cases() -> list[dict]:
 # accumulator ports get that bandwidth (the case's fields are in its key, so those runs are new).
 ZIGZAG_CONFIG = 4
 
+# Configuration 5 (session 20): a case whose sums are final when they leave the array (K <= R, one K tile:
+# ``sums_final_in_array``). ZigZag stores a sum whose reduction is complete at ``O_final`` precision (16
+# bits) at every memory level above the array, the fp32 accumulator included (zigzag 3.9.1
+# ``Mapping.gen_data_precision_dict`` / ``calc_data_movement``: O_final wherever no reduction loop is
+# left at or above the level; ``MemoryAllocator.get_precision``: the same for what a level holds). The
+# template's accumulator holds and moves fp32 sums and the GLB gets 16-bit outputs. The exact equivalent
+# in ZigZag: keep O_final = 16 bits and give the accumulator half its port bits per cycle and half its
+# capacity in bits, so it moves and holds the same number of sums as an fp32 accumulator (ZigZag's
+# transfer cycles are ceil(sums x precision / port bits), its fits and double-buffering test sums x
+# precision against capacity bits; every access of the accumulator in such a case is of final sums).
+# Its earlier runs (configuration 2-4, ZigZag's default datapath) are kept in the file as ``zigzag_v4``.
+ZIGZAG_CONFIG_FINAL = 5
+
 # The port configurations of a banked GLB ZigZag runs (configuration 4): "row" = the row rule of
 # configuration 3 (the input port gets the banks one input row needs), "one" = one shared port of all the
 # banks (configuration 2's), "i/d" = the input port gets i/d of the banks (rounded, at least one bank, at
@@ -222,7 +235,17 @@ def case_splits(case: dict) -> tuple[str, ...]:
     return ACC_LIMITED_SPLITS if "accumulator_bytes_per_cycle" in case else SPLITS
 
 
-def _zigzag_config(case: dict, split: str = "row") -> int:
+def sums_final_in_array(case: dict) -> bool:
+    """The whole reduction (K) fits the array's rows (one K tile, ceil(K / R) = 1): every sum is final when
+    it leaves the array, so ZigZag keeps it at O_final precision in the accumulator (configuration 5)."""
+    return -(-case["k"] // case["rows"]) == 1
+
+
+def _zigzag_config(case: dict, split: str = "row", default_datapath: bool = False) -> int:
+    """The configuration a ZigZag run of ``case`` under ``split`` is; ``default_datapath``: the run with
+    ZigZag's O_final accumulator (what configurations 2-4 ran) for a case of configuration 5."""
+    if sums_final_in_array(case) and not default_datapath:
+        return ZIGZAG_CONFIG_FINAL
     if split != "row":
         return ZIGZAG_CONFIG
     return 2 if glb_ports(case)[0] == 0 else 3
@@ -266,9 +289,11 @@ def _slice_bytes(case: dict) -> int:
     return case["batch"] * case["bytes_per_element"] * (m * k + k * n + m * n)
 
 
-def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
+def zigzag_case(case: dict, stream: str, split: str = "row", default_datapath: bool = False) -> dict:
     """One case through ZigZag; ``stream`` = 'm' (A's rows stream, B stationary) or 'n' (the transposed
-    product C^T = B^T A^T); ``split`` of a banked GLB's banks (glb_ports).
+    product C^T = B^T A^T); ``split`` of a banked GLB's banks (glb_ports). A latency run of a case whose
+    sums are final in the array (``sums_final_in_array``) gets configuration 5's accumulator (half the port
+    and capacity bits, the fp32 accumulator's sums at O_final's 16 bits) unless ``default_datapath``.
 
     A case with ``energy_costs_pj`` (scripts/chip_energy_panel.py) is an energy run: its MAC and memories
     cost what phaze charges (pJ per MAC, per access of each memory's port), ZigZag searches the
@@ -290,6 +315,14 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
                 "allocation": alloc}
 
     acc_bits = int(round(8 * case.get("accumulator_bytes_per_cycle", ACC_E * c)))
+    acc_size_bits = 8 * case["accumulator_bytes"]
+    # configuration 5 (ZIGZAG_CONFIG_FINAL): the accumulator's fp32 sums at ZigZag's O_final precision
+    # (bits per element): the same sums per cycle and the same sums held. Not for energy runs
+    # (scripts/chip_energy_panel.py keeps its own configuration).
+    final = sums_final_in_array(case) and not costs and not default_datapath
+    if final:
+        acc_bits = int(round(acc_bits * bits / (8 * ACC_E)))
+        acc_size_bits = acc_size_bits * bits // (8 * ACC_E)
     every_top = ["I1, tl", "I2, tl", "O, tl", "O, fl"]  # GLB <-> core buffers / array (nothing above)
     b_in, b_rest = glb_ports(case, split)
     memories = {
@@ -311,8 +344,8 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
                                      port("w_port_1", "write", bits * c, ["I2, fh"])],
                            "served_dimensions": ["D1", "D2"]},
         # the core's fp32 accumulator: one row of C partial sums in and out per cycle, or what its macro
-        # sustains per port when that is less (accumulator_bytes_per_cycle, configuration 5)
-        "accumulator": {"size": 8 * case["accumulator_bytes"], "r_cost": cost("acc_row_read", 1.0),
+        # sustains per port when that is less (accumulator_bytes_per_cycle); configuration 5 above
+        "accumulator": {"size": acc_size_bits, "r_cost": cost("acc_row_read", 1.0),
                         "w_cost": cost("acc_row_write", 1.0), "area": 0,
                         "latency": 1, "operands": ["O"],
                         "ports": [port("r_port_1", "read", acc_bits, ["O, tl", "O, th"]),
@@ -365,8 +398,8 @@ def zigzag_case(case: dict, stream: str, split: str = "row") -> dict:
             layer = cmes[0][1][0][0]
             return dict(_zigzag_energy(layer), cycles=float(layer.latency_total2), stream=stream, split=split,
                         seconds=round(time.time() - t0, 1))
-        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle), "config": _zigzag_config(case, split),
-                "split": split, "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
+        return {"cycles": float(latency), "ideal_cycles": float(cme.ideal_cycle),
+                "config": _zigzag_config(case, split, default_datapath), "split": split, "glb_ports_bytes_per_cycle": [b_in, b_rest] if b_in else [b_rest],
                 "systolic_drain_cycles": float(cme.systolic_drain_cycle),
                 "spatial_ideal_cycles": float(cme.ideal_temporal_cycle),
                 "compute_with_stalls_cycles": float(cme.latency_total0),
@@ -480,10 +513,11 @@ def _tool_version(python: str, dist: str, fallback: str = "unknown") -> str:
     return r.stdout.strip() or "unknown"
 
 
-def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float, split: str = "row") -> dict:
+def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float, split: str = "row",
+              default_datapath: bool = False) -> dict:
     try:
         r = subprocess.run(["nice", python, __file__, "--worker", tool, "--stream", stream, "--split", split,
-                            json.dumps(case)],
+                            *(["--default-datapath"] if default_datapath else []), json.dumps(case)],
                            capture_output=True, text=True, timeout=timeout_s)
     except subprocess.TimeoutExpired:
         return {"error": f"not finished within {timeout_s:g} s (--timeout)"}
@@ -493,13 +527,14 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float,
     return json.loads(last)
 
 
-def _key(tool: str, stream: str, case: dict, split: str = "row") -> str:
+def _key(tool: str, stream: str, case: dict, split: str = "row", default_datapath: bool = False) -> str:
     """Cache key of one tool run. A ZigZag key names its configuration's version and, for the splits of
-    configuration 4, the GLB ports (splits that give the same ports share one run)."""
+    configuration 4 (and 5), the GLB ports (splits that give the same ports share one run);
+    ``default_datapath``: a configuration-5 case's run with ZigZag's O_final accumulator (its key of 2-4)."""
     if tool != "zigzag":  # SCALE-Sim's input has no accumulator port rate
         plain = {f: v for f, v in case.items() if f != "accumulator_bytes_per_cycle"}
         return f"{tool}|{stream}|{json.dumps(plain, sort_keys=True)}"
-    name = f"zigzag{_zigzag_config(case, split)}"
+    name = f"zigzag{_zigzag_config(case, split, default_datapath)}"
     if split != "row":
         name += "/ports=" + "+".join(map(str, glb_ports(case, split)))
     return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
@@ -518,8 +553,8 @@ def _distinct_splits(case: dict) -> list[str]:
 
 def _seed(cache: dict, panel_file: str, panel: list[dict]) -> int:
     """Fill the cache from a stored panel file (the runs its "config" records: ZigZag's row-rule runs of
-    configuration 2 or 3, both orientations; SCALE-Sim's runs), for the cases that are still in the panel
-    with the same fields. The tools are deterministic: the same input gives the same cycles."""
+    configuration 2, 3 or 5, both orientations, and its splits; a configuration-5 case's default-datapath
+    runs; SCALE-Sim's runs), for the cases that are still in the panel with the same fields. The tools are deterministic: the same input gives the same cycles."""
     stored = {c["name"]: c for c in json.loads(Path(panel_file).read_text())["cases"]}
     n = 0
     for c in panel:
@@ -532,29 +567,41 @@ def _seed(cache: dict, panel_file: str, panel: list[dict]) -> int:
             n += 1
         if old.get("accumulator_bytes_per_cycle") != c.get("accumulator_bytes_per_cycle"):
             continue  # ZigZag ran another accumulator: its runs are not this case's
-        zz = old.get("zigzag_v3") or old.get("zigzag") or {}
-        if zz.get("config") == _zigzag_config(c) and "orientations" in zz:
-            for st, cyc in zz["orientations"].items():
-                key = _key("zigzag", st, c)
+        # the runs the file records as the case's reference (zigzag, its row rule zigzag_v3) and, for a case
+        # of configuration 5, its runs of ZigZag's default datapath (zigzag_v4, with its row rule under "row";
+        # a file from before configuration 5 holds them as the reference), each under its configuration's key
+        records = [(old.get("zigzag_v3") or old.get("zigzag") or {}, old.get("zigzag") or {})]
+        if "zigzag_v4" in old:
+            records.append((old["zigzag_v4"].get("row") or {}, old["zigzag_v4"]))
+        for row, best in records:
+            final = row.get("config") == ZIGZAG_CONFIG_FINAL
+            dd = sums_final_in_array(c) and not final  # a default-datapath run of a configuration-5 case
+            if row.get("config") != _zigzag_config(c, default_datapath=dd) or "orientations" not in row:
+                continue  # another configuration's runs: not this case's
+            for st, cyc in row["orientations"].items():
+                key = _key("zigzag", st, c, default_datapath=dd)
                 if key in cache or cyc is None:
                     continue
-                full = {f: v for f, v in zz.items() if f not in ("orientations", "splits")}
-                cache[key] = full if zz.get("stream") == st else {
-                    "cycles": cyc, "config": zz["config"], "split": "row", "stream": st,
-                    "glb_ports_bytes_per_cycle": zz.get("glb_ports_bytes_per_cycle"),
+                full = {f: v for f, v in row.items() if f not in ("orientations", "splits")}
+                cache[key] = full if row.get("stream") == st else {
+                    "cycles": cyc, "config": row["config"], "split": "row", "stream": st,
+                    "glb_ports_bytes_per_cycle": row.get("glb_ports_bytes_per_cycle"),
                     "seeded": "the other orientation of a stored run (cycles only)"}
                 n += 1
-        for sp, by_stream in ((old.get("zigzag") or {}).get("splits") or {}).items():
-            if sp == "row":  # taken above, with the run's full record
-                continue
-            for st, cyc in by_stream.items():
-                key = _key("zigzag", st, c, sp)
-                if key in cache or cyc is None:
+            for sp, by_stream in (best.get("splits") or {}).items():
+                if sp == "row":  # taken above, with the run's full record
                     continue
-                cache[key] = {"cycles": cyc, "config": _zigzag_config(c, sp), "split": sp, "stream": st,
-                              "glb_ports_bytes_per_cycle": [p for p in glb_ports(c, sp) if p],
-                              "seeded": "a stored split's cycles"}
-                n += 1
+                for st, cyc in by_stream.items():
+                    key = _key("zigzag", st, c, sp, default_datapath=dd)
+                    if key in cache or cyc is None:
+                        continue
+                    if (sp, st) == (best.get("split"), best.get("stream")):  # the stored best: its record
+                        cache[key] = {f: v for f, v in best.items() if f not in ("orientations", "splits", "row")}
+                    else:
+                        cache[key] = {"cycles": cyc, "config": _zigzag_config(c, sp, dd), "split": sp,
+                                      "stream": st, "glb_ports_bytes_per_cycle": [p for p in glb_ports(c, sp) if p],
+                                      "seeded": "a stored split's cycles"}
+                    n += 1
     return n
 
 
@@ -606,6 +653,7 @@ def main() -> int:
     ap.add_argument("--worker", choices=["zigzag", "scalesim"], help=argparse.SUPPRESS)
     ap.add_argument("--stream", default="m", help=argparse.SUPPRESS)
     ap.add_argument("--split", default="row", help=argparse.SUPPRESS)
+    ap.add_argument("--default-datapath", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("case", nargs="?", help=argparse.SUPPRESS)
     ap.add_argument("--zigzag-python", default="../scratch-zz/bin/python")
     ap.add_argument("--scalesim-python", default="../scratch-ss/bin/python")
@@ -627,7 +675,7 @@ def main() -> int:
     args = ap.parse_args()
     if args.worker:
         case = json.loads(args.case)
-        print(json.dumps(zigzag_case(case, args.stream, args.split) if args.worker == "zigzag"
+        print(json.dumps(zigzag_case(case, args.stream, args.split, args.default_datapath) if args.worker == "zigzag"
                          else scalesim_case(case, args.stream)))
         return 0
     panel = cases()
@@ -651,11 +699,13 @@ def main() -> int:
     for tool in tools:  # ZigZag first (seconds per run), then SCALE-Sim from the cheapest case up
         py = args.zigzag_python if tool == "zigzag" else args.scalesim_python
         for c in sorted(panel, key=_work) if tool == "scalesim" else panel:
-            for split in (_distinct_splits(c) if tool == "zigzag" else ["row"]):
-                for stream in (("m", "n") if tool == "zigzag" else ("m",)):
-                    key = _key(tool, stream, c, split)
-                    if key not in cache or (args.retry_errors and "error" in cache[key]):
-                        jobs.append((key, py, tool, c, stream, split))
+            # a configuration-5 case also runs ZigZag's default datapath (kept as zigzag_v4)
+            for dd in ((False, True) if tool == "zigzag" and sums_final_in_array(c) else (False,)):
+                for split in (_distinct_splits(c) if tool == "zigzag" else ["row"]):
+                    for stream in (("m", "n") if tool == "zigzag" else ("m",)):
+                        key = _key(tool, stream, c, split, dd)
+                        if key not in cache or (args.retry_errors and "error" in cache[key]):
+                            jobs.append((key, py, tool, c, stream, split, dd))
     if args.seed_from:  # cases the seed file does not hold first (its cases' runs are mostly reruns)
         held = {c["name"] for c in json.loads(Path(args.seed_from).read_text())["cases"]}
         jobs.sort(key=lambda j: j[3]["name"] in held)
@@ -663,12 +713,12 @@ def main() -> int:
     lock = threading.Lock()
 
     def one(job):
-        key, py, tool, c, stream, split = job
-        res = _run_tool(py, tool, c, stream, args.timeout, split)
+        key, py, tool, c, stream, split, dd = job
+        res = _run_tool(py, tool, c, stream, args.timeout, split, dd)
         with lock:
             cache[key] = res
             cache_path.write_text(json.dumps(cache))
-        print(f"{tool:8s} {stream} {split} {c['name']}: {res}", flush=True)
+        print(f"{tool:8s} {stream} {split}{' default-datapath' if dd else ''} {c['name']}: {res}", flush=True)
 
     with ThreadPoolExecutor(args.jobs) as ex:
         list(ex.map(one, jobs))
@@ -677,10 +727,13 @@ def main() -> int:
     rows, failed = [], 0
     for c in panel:
         row = dict(c)
-        for tool in ("zigzag", "scalesim"):
+        for tool in ("zigzag", "scalesim") + (("zigzag_v4",) if sums_final_in_array(c) else ()):
+            dd = tool == "zigzag_v4"  # a configuration-5 case's runs of ZigZag's default datapath
+            name, tool = tool, "zigzag" if dd else tool
             streams = "mn" if tool == "zigzag" else "m"
             splits = _distinct_splits(c) if tool == "zigzag" else ["row"]
-            runs = {(sp, s): cache.get(_key(tool, s, c, sp), {"error": "not run"}) for sp in splits for s in streams}
+            runs = {(sp, s): cache.get(_key(tool, s, c, sp, dd), {"error": "not run"})
+                    for sp in splits for s in streams}
             ok = {k: r for k, r in runs.items() if "error" not in r}
             failed += len(ok) < len(runs)
             # like phaze, the compiler may swap the operand roles: the faster orientation counts (ZigZag runs
@@ -688,18 +741,23 @@ def main() -> int:
             # for ZigZag the fastest static split of a banked GLB (configuration 4, glb_ports)
             if ok:
                 best = min(ok, key=lambda k: ok[k]["cycles"])
-                row[tool] = dict(ok[best], **({"split": best[0]} if tool == "zigzag" else {}))
+                row[name] = dict(ok[best], **({"split": best[0]} if tool == "zigzag" else {}))
             else:
-                row[tool] = {"error": next(iter(runs.values()))["error"]}
-            row[tool]["orientations"] = {s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s),
+                row[name] = {"error": next(iter(runs.values()))["error"]}
+            row[name]["orientations"] = {s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s),
                                                 default=None) for s in streams}
             if tool == "zigzag":
-                row[tool]["splits"] = {sp: {s: runs[sp, s].get("cycles") for s in streams} for sp in splits}
-                # the reference of configuration 3 (the row rule alone), kept for the old-rule figures
+                row[name]["splits"] = {sp: {s: runs[sp, s].get("cycles") for s in streams} for sp in splits}
+                # the reference of configuration 3 (the row rule alone), kept for the old-rule figures (of
+                # zigzag_v4: under "row" in it)
                 rr = [runs["row", s] for s in streams]
                 rok = [r for r in rr if "error" not in r]
-                row["zigzag_v3"] = (dict(min(rok, key=lambda r: r["cycles"]), split="row", orientations={
+                v3 = (dict(min(rok, key=lambda r: r["cycles"]), split="row", orientations={
                     s: r.get("cycles") for s, r in zip(streams, rr)}) if rok else {"error": rr[0]["error"]})
+                if dd:
+                    row[name]["row"] = v3
+                else:
+                    row["zigzag_v3"] = v3
         rows.append(row)
     doc = {
         "description": "GEMM panel for `phaze validate --chip`: one tensor core with phaze's on-chip hierarchy "
