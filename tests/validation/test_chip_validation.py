@@ -147,19 +147,20 @@ def _goal_reason() -> str:
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 5.9% mean, 98.8% max over 96 cases, 89 within 15%;
-    the worst `256x256 gpt2-xl.scores mb1 @4096B/c` at +98.8% (one weight tile per output: ZigZag writes
-    the final sums at 16 bits into the rate-limited accumulator, phaze at 32). A change of any of these
-    (better or worse) must update the docs; the goal itself is the strict xfail below."""
-    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 89)
-    assert round(report.zigzag_mean_abs_pct, 1) == 5.9 and round(report.zigzag_max_abs_pct, 1) == 98.8
+    """README's trust table and docs/chip-validation.md: 3.4% mean, 22.1% max over 96 cases, 92 within 15%;
+    the worst `4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c` at -22.1% (input staging, issue 34 item 1d). The
+    K <= R scores cases are against configuration 5 (ZigZag's accumulator holding the fp32 sums phaze's
+    does); the two 256x256 short slices are over because ZigZag hides its one-period final read-out of the
+    accumulator in the computation's spare port bandwidth (docs/chip-validation.md, "128x64 by hand").
+    A change of any of these (better or worse) must update the docs; the goal itself is the strict xfail below."""
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 92)
+    assert round(report.zigzag_mean_abs_pct, 1) == 3.4 and round(report.zigzag_max_abs_pct, 1) == 22.1
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
-    assert worst.name == "256x256 gpt2-xl.scores mb1 @4096B/c" and round(worst.zigzag_error_pct, 1) == 98.8
+    assert worst.name == "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c" and round(worst.zigzag_error_pct, 1) == -22.1
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
-    assert misses == ["128x256 gpt3.scores mb1 N/2 @4096B/c", "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @4096B/c",
-                      "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c", "256x256 gpt2-xl.scores mb1 @4096B/c",
-                      "256x256 gpt3.scores mb1 @512B/c", "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @16B/c",
-                      "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c"]
+    assert misses == ["256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c",
+                      "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @512B/c",
+                      "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @16B/c", "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c"]
     assert not report.goal_met
 
 
@@ -282,3 +283,26 @@ def test_shared_banks_by_hand_on_the_miss_case(monkeypatch):
         return w_tile / 512 + p1 + 6 * pm + plast + out_pass / 512 + (128 + 256 - 2)
     assert round(one_port(True)) == 34174 and round(one_port(False)) == 26878
     assert ZZ_V4_ONE == pytest.approx(one_port(True), rel=0.01)
+
+
+def test_last_pass_drains_through_the_accumulator_port_by_hand():
+    """docs/chip-validation.md, "128x64 by hand": 256 x 256 x 512 on a 128x64 array whose 256 KiB accumulator
+    macro (256 B ports, 2.57 ns) moves a 256 B fp32 row in 3 cycles at 1 GHz. 8 column blocks x 2 weight
+    tiles of 256 streamed rows at 3 cycles a row, the first tile's load and one fill/drain, and the last
+    pass's 256 rows read out through the accumulator's read port after its last tile (the first tile's bytes
+    and the last pass's 32 KiB at 512 or 4096 B/cycle are less): the same count at both bandwidths."""
+    for bw in (512, 4096):
+        c = next(x for x in load_panel()["cases"] if x["name"] == f"128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @{bw}B/c")
+        assert (c["m"], c["k"], c["n"], c["accumulator_bytes_per_cycle"]) == (256, 256, 512, 99.64)
+        tiles, cpr, rows = 8 * 2, 3, 256
+        fixed = 128 + (128 + 64 - 2)
+        drain = max(rows * 64 * 2 / bw, rows * cpr)   # the accumulator's port binds: 768 cycles
+        assert phaze_cycles(c) == pytest.approx(tiles * rows * cpr + fixed + drain, rel=1e-9)
+        assert round(phaze_cycles(c)) == 13374
+    # one weight tile per pass (K <= R): no partial sum is read, each row leaves as it is written, so only
+    # the last row's read (8 cycles on the 256x256 array's 1 KiB rows) can be exposed
+    s = next(x for x in load_panel()["cases"] if x["name"] == "256x256 gpt2-xl.scores mb1 @4096B/c")
+    import phaze.cost.gemm_chip as gc
+    o = gc._orient(Gemm("g", 1, s["m"], s["n"], s["k"], 2), s["m"], s["n"],
+                   gc._chip_consts(panel_accelerator(s).as_arrays()), np.ones(1))
+    assert float(o["last_acc"][0]) == 8.0

@@ -69,7 +69,10 @@ ports behave the same way: a transfer takes whole port cycles.
 Ends of the GEMM: the first weight tile arrives at the op's GLB bandwidth (beyond the k_rows cycles the
 compute count holds for it) and the last pass's outputs (``mb x c_cols`` elements) drain from the
 accumulator to the GLB after the last tile; neither overlaps anything of this GEMM, so both add to its
-time (ZigZag's "onloading" and "offloading" name the same two ends).
+time (ZigZag's "onloading" and "offloading" name the same two ends). The last pass's rows leave through the
+accumulator's read port, ``acc_row_rate``'s cycles a row, whose partial-sum reads keep it busy through the
+last tile when a pass has two or more tiles: that end is max(its bytes at the GLB's rate, its rows x cycles
+per row); with one tile per pass only the last row's read is exposed (docs/chip-validation.md, session 21).
 
 Time: compute = cycles / (f * matrix_efficiency) + the two ends (the array alone); glb = the larger of
 traffic / the op's GLB bandwidth and the tile-by-tile time when transfers stall the array. A core's tiles
@@ -120,7 +123,7 @@ def _granular(nbytes, width):
 # per (core kind, core count) quantities _orient returns, in this order (spread back to chips as one array)
 FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_rem", "events", "drain_tiles",
           "out", "k_rows", "fixed", "first_bytes", "last_bytes", "glb_write", "acc_accesses", "w_rows",
-          "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem")
+          "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem", "last_acc")
 
 
 def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
@@ -224,7 +227,12 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
             "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * out_e, width),
             "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows,
             "rag_a1": rag_mb - rag_dr, "rag_dr": rag_dr, "rag_rem": rag_rem, "save_mb": save(mb),
-            "save_rem": np.where(rem > 0, save(rem), 0.0)}
+            "save_rem": np.where(rem > 0, save(rem), 0.0),
+            # the last pass's rows leave through the accumulator's read port, cpr cycles a row: after the
+            # last tile, whose partial-sum reads keep that port busy (kt_part >= 2; no next pass's first
+            # tile to hide them in); with one tile per pass no partial sum is read, so each row leaves as it
+            # is written and only the last row's read is exposed (none without accumulator rows: spill)
+            "last_acc": np.where(spill, 0.0, np.where(kt_part >= 2, np.where(rem > 0, rem, mb), 1.0) * cpr)}
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
@@ -276,7 +284,7 @@ def _stack(o: dict, n: int) -> np.ndarray:
 
 
 BCRIT, A1 = len(FIELDS), len(FIELDS) + 1
-_ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes")] + [BCRIT]
+_ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes", "last_acc")] + [BCRIT]
 _ACCESS = [FIELDS.index(f) for f in ("glb_write", "acc_accesses", "w_rows")]  # the energy model's counts
 # what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
 # the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
@@ -324,7 +332,8 @@ def _times_cycles(o: np.ndarray, inv_bpc: np.ndarray) -> tuple[np.ndarray, np.nd
     """(the array alone with the two ends, the tile-by-tile time) in cycles from per-chip stacked FIELDS:
     the two ends are the first weight tile's bytes beyond its k_rows cycles and the last pass's outputs."""
     f = dict(zip(FIELDS, o))
-    ends = np.maximum(f["first_bytes"] * inv_bpc - f["k_rows"], 0.0) + f["last_bytes"] * inv_bpc
+    ends = (np.maximum(f["first_bytes"] * inv_bpc - f["k_rows"], 0.0)
+            + np.maximum(f["last_bytes"] * inv_bpc, f["last_acc"]))
     return f["cycles"] + ends, _tiled_cycles(o[_TILED], inv_bpc, ends)
 
 
@@ -351,8 +360,8 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     o1, o2, inv = _cycles_and_traffic(g, arch, k, c)
     out = []
     for o in ((o1, o2) if o2 is not o1 else (o1,)):
-        cyc, glb, k_rows, first_b, last_b, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
-        ends = np.maximum(first_b * inv_core - k_rows, 0.0) + last_b * inv_core
+        cyc, glb, k_rows, first_b, last_b, last_acc, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
+        ends = np.maximum(first_b * inv_core - k_rows, 0.0) + np.maximum(last_b * inv_core, last_acc)
         compute = cyc + ends
         glb_c = glb * inv_bpc
         stall = np.flatnonzero(bpc_core < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
