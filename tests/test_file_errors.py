@@ -130,3 +130,19 @@ def test_docs_space_example_loads_and_lists_every_field(tmp_path):
     assert ds.num_tc == (1, 2, 4, 8, 16, 32, 64, 128, 256) and ds.glb_bytes[0] == 8 * 2**20
     names = {f.name for f in dataclasses.fields(DesignSpace)} - {"glb_bytes"} | {"glb_mib"}
     assert documented_fields(text) == names
+
+
+def test_bad_input_staging_is_one_line(cli, tmp_path):
+    """issue 34 item 1d: input_staging not a boolean, or true without the hierarchy, in a chip or space file."""
+    (tmp_path / "c.yaml").write_text(CHIP + "input_staging: maybe\n")
+    msg = err_of(cli, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "c.yaml"))
+    assert "input_staging: expected true or false" in msg
+    (tmp_path / "p.yaml").write_text(CHIP + "input_staging: true\n")
+    msg = err_of(cli, "estimate", "--model", "bert-large", "--accelerator", str(tmp_path / "p.yaml"))
+    assert "'input_staging' needs the on-chip hierarchy" in msg
+    (tmp_path / "s.yaml").write_text("input_staging: [false, maybe]\n")
+    msg = err_of(cli, "arch", "--space", str(tmp_path / "s.yaml"))
+    assert "input_staging: expected true, false or a list of them, got the text 'maybe'" in msg
+    (tmp_path / "t.yaml").write_text("template: paper\ninput_staging: true\n")
+    msg = err_of(cli, "arch", "--space", str(tmp_path / "t.yaml"))
+    assert "input_staging: true needs the chip template" in msg

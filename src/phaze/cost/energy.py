@@ -6,7 +6,8 @@ width, each also crossing the network; HBM bytes cost the HBM energy and a GLB w
 accumulator rows the schedule reads and writes (``acc_row_accesses`` of ``phaze.cost.gemm_chip``: one row of C
 fp32 sums per streamed row per weight tile) and the weight rows it loads into the operand buffer and reads
 into the array (``operand_row_loads``), each row at CACTI's energy per access times the accesses a row
-takes. All counts are the ones the latency model's schedule (its orientation, passes and weight reloads)
+takes; on a chip with ``input_staging`` every input byte read from the GLB also passes the staging buffer
+(``staging``, written and read at its CACTI energy per byte; 0 without). All counts are the ones the latency model's schedule (its orientation, passes and weight reloads)
 implies, so time and energy describe one schedule; ``phaze.validation.chip_energy`` checks them against
 ZigZag's count of the same schedule on the same core.
 Vector op: lane operations x lane energy; its operands cross the vector-core buffer, the GLB and the
@@ -24,7 +25,7 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, energy_parts
 from phaze.workload.ops import Gemm, Op, VectorOp
 
-GEMM_ENERGY_PARTS = ("mac", "glb", "noc", "hbm", "accumulator", "operand_buffer")
+GEMM_ENERGY_PARTS = ("mac", "glb", "noc", "hbm", "accumulator", "operand_buffer", "staging")
 
 
 def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1) -> dict:
@@ -38,7 +39,8 @@ def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1) -> dict:
             "noc": t["glb_bytes"] * p["noc_J_per_B"],
             "hbm": t["hbm_bytes"] * (HBM_J_PER_BYTE + p["glb_write_J_per_B"]),
             "accumulator": t["acc_row_accesses"] * p["acc_rmw_J"],
-            "operand_buffer": t["operand_row_loads"] * p["operand_J"]}
+            "operand_buffer": t["operand_row_loads"] * p["operand_J"],
+            "staging": t["input_bytes"] * p["staging_J_per_B"]}
 
 
 def op_energy_j(op: Op, arch: ArchArrays, cores=1, resident=False) -> np.ndarray:

@@ -58,11 +58,14 @@ whole drain falls in that one tile (a double-buffered accumulator spreads it ove
 the stall ZigZag charges for a level that is not double-buffered (its memory-updating window is the last
 loop's span, not the period).
 
-Access granularity. A GLB bank moves whole words of ``glb_bank_width_bytes``. Inputs stream from the GLB
-straight into the array, one row of ``k_rows`` elements per cycle, so each row occupies ``ceil(row bytes
-/ width)`` bank words of the op's bandwidth: a 4-row array reading 8-byte rows from 64-byte banks uses a
-whole word per row (the core has no input staging buffer to gather rows; one would be an extra buffer to
-cost). Weight tiles (into the operand buffer), output blocks and spilled partial sums (out of and into the
+Access granularity. A GLB bank moves whole words of ``glb_bank_width_bytes``. Without input staging,
+inputs stream from the GLB straight into the array, one row of ``k_rows`` elements per cycle, so each row
+occupies ``ceil(row bytes / width)`` bank words of the op's bandwidth: a 4-row array reading 8-byte rows
+from 32-byte banks uses a whole word per row, 4x the bytes it consumes. With input staging
+(``input_staging``, issue 34 item 1d: a two-word buffer at the array's input edge, costed in
+``phaze.hardware.chip_area`` and ``phaze.hardware.power``) a bank word is taken whole and fed to the array
+row by row over several cycles, so input rows are charged their bytes (the tile's input panel is laid out
+in the GLB row after row of k_rows elements, so one word holds consecutive rows). Weight tiles (into the operand buffer), output blocks and spilled partial sums (out of and into the
 accumulator) move as blocks between buffers and are rounded up to whole words once per block. ZigZag's
 ports behave the same way: a transfer takes whole port cycles.
 
@@ -102,6 +105,7 @@ def _chip_consts(arch: ArchArrays) -> dict:
                 "operand": np.asarray(a.tc_operand_bytes, np.float64),
                 "acc": np.asarray(a.tc_acc_bytes, np.float64),
                 "width": np.asarray(a.glb_bank_width_bytes, np.float64),
+                "staged": np.asarray(a.input_staging) > 0,  # input staging buffer (issue 34 item 1d)
                 # clock cycles per accumulator row on each port (1 when the macro keeps up; issue 34 1a)
                 "acc_cpr": 1.0 / acc_row_rate(a),
                 "cycle_s": 1.0 / (f * np.asarray(a.matrix_efficiency, np.float64)),
@@ -123,7 +127,7 @@ def _granular(nbytes, width):
 # per (core kind, core count) quantities _orient returns, in this order (spread back to chips as one array)
 FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_rem", "events", "drain_tiles",
           "out", "k_rows", "fixed", "first_bytes", "last_bytes", "glb_write", "acc_accesses", "w_rows",
-          "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem", "last_acc")
+          "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem", "last_acc", "in_bytes")
 
 
 def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
@@ -196,14 +200,19 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     # blocks)
     row_passes = full + (rem > 0)
     passes = per_core * row_passes
-    in_v = _granular(k_rows * e, width)
+    staged = k["staged"]
+
+    def row_v(row_elems):  # GLB bytes an input row occupies: whole bank words, or its bytes when staged
+        return np.where(staged, row_elems * e, _granular(row_elems * e, width))
+
+    in_v = row_v(k_rows)
     w_share = np.where(panel_fits, 1.0 / row_passes, 1.0)
     w_tile = _granular(k_rows * c_cols * e, width) * w_share
     # bytes a ragged tile of r rows moves less than a full one (its rows and weights are k_last elements)
     w_save = w_tile - _granular(k_last * c_cols * e, width) * w_share
 
     def save(r):
-        return np.where(ragged, r * (in_v - _granular(np.maximum(k_last, 1.0) * e, width)) + w_save, 0.0)
+        return np.where(ragged, r * (in_v - row_v(np.maximum(k_last, 1.0))) + w_save, 0.0)
 
     def reg(r):
         return r * in_v + w_tile + np.where(spill, 2.0 * _granular(r * c_cols * ACC_BYTES, width), 0.0)
@@ -227,7 +236,7 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
             "last_bytes": _granular(np.where(rem > 0, rem, mb) * c_cols * out_e, width),
             "glb_write": glb_write, "acc_accesses": acc_accesses, "w_rows": w_rows,
             "rag_a1": rag_mb - rag_dr, "rag_dr": rag_dr, "rag_rem": rag_rem, "save_mb": save(mb),
-            "save_rem": np.where(rem > 0, save(rem), 0.0),
+            "save_rem": np.where(rem > 0, save(rem), 0.0), "in_bytes": (b * e * S * g.k) * nt,
             # the last pass's rows leave through the accumulator's read port, cpr cycles a row: after the
             # last tile, whose partial-sum reads keep that port busy (kt_part >= 2; no next pass's first
             # tile to hide them in); with one tile per pass no partial sum is read, so each row leaves as it
@@ -236,11 +245,12 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
-    """Per chip, an integer naming its (R, C, operand buffer, accumulator, GLB bank width, clock): the only
-    fields a core's cycles and GLB words depend on (the clock through the accumulator's port rate) (a space of ~10^5 chips has a few dozen); and how many."""
+    """Per chip, an integer naming its (R, C, operand buffer, accumulator, GLB bank width, clock, input
+    staging): the only fields a core's cycles and GLB words depend on (the clock through the accumulator's port rate) (a space of ~10^5 chips has a few dozen); and how many."""
     def build(a: ArchArrays):
         code = np.zeros(len(a), np.int64)
-        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes", "glb_bank_width_bytes", "freq_hz"):
+        for f in ("tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes", "glb_bank_width_bytes", "freq_hz",
+                  "input_staging"):
             u, inv = np.unique(np.asarray(getattr(a, f)), return_inverse=True)
             code = code * len(u) + inv.ravel()
         u, inv = np.unique(code, return_inverse=True)
@@ -285,7 +295,7 @@ def _stack(o: dict, n: int) -> np.ndarray:
 
 BCRIT, A1 = len(FIELDS), len(FIELDS) + 1
 _ALL = [FIELDS.index(f) for f in ("cycles", "glb", "k_rows", "first_bytes", "last_bytes", "last_acc")] + [BCRIT]
-_ACCESS = [FIELDS.index(f) for f in ("glb_write", "acc_accesses", "w_rows")]  # the energy model's counts
+_ACCESS = [FIELDS.index(f) for f in ("glb_write", "acc_accesses", "w_rows", "in_bytes")]  # the energy model's counts
 # what the tile-by-tile time reads: mb tiles without a drain (A1), their cycles and bytes, drain tiles,
 # the drain tile's bytes, rem tiles, their cycles and bytes, the cycles paid once
 _TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_tiles", "n_rem", "cyc_rem",
@@ -341,8 +351,9 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     """Per-chip terms of the module docstring: compute_s, glb_s, hbm_s, glb_bytes, hbm_bytes, latency_s
     (the faster orientation's), for chips that all have the hierarchy; and the access counts the energy
     model needs (``phaze.cost.energy``), of the same orientation and all cores together: glb_write_bytes
-    (of glb_bytes), acc_row_accesses (accumulator rows read and written) and operand_row_loads (weight rows
-    written into the operand buffers and read out into the arrays); streams_m: whether that orientation
+    (of glb_bytes), acc_row_accesses (accumulator rows read and written), operand_row_loads (weight rows
+    written into the operand buffers and read out into the arrays) and input_bytes (the input rows read from
+    the GLB, what passes an input staging buffer); streams_m: whether that orientation
     streams the rows of the M side (else the transposed product streams N). compute_s is the array's time
     alone (with the two ends); glb_s the time the GLB imposes: its total traffic at the op's bandwidth, or
     the tile-by-tile time when per-tile transfers stall the array."""
@@ -376,8 +387,8 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     (c1, g1, s1, l1, a1), (c2, g2, s2, l2, a2) = out
     take = l2 < l1
     lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
-    glb_write, acc_rows, w_rows = np.where(take, a2, a1)
+    glb_write, acc_rows, w_rows, in_bytes = np.where(take, a2, a1)
     return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
             "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"],
             "glb_write_bytes": glb_write, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
-            "streams_m": ~take}
+            "input_bytes": in_bytes, "streams_m": ~take}

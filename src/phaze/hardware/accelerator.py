@@ -14,6 +14,12 @@ On-chip hierarchy (issue 10; all zero / ``"ideal"`` = the paper's template, cost
 an operand (weight) buffer of ``tc_operand_bytes`` and an fp32 accumulator of ``tc_acc_bytes``; an
 on-chip network ``noc`` (``bus``, ``crossbar`` or ``mesh``) whose links carry ``noc_link_bytes`` per
 cycle. A chip either has all of these (``has_hierarchy``) or none of them.
+
+Input staging (issue 34 item 1d; a template choice, False by default): ``input_staging`` gives each tensor core
+a small buffer at its array's input edge that takes one whole GLB bank word and feeds it to the array one
+input row (min(K, R) elements) per cycle, so input rows narrower than a bank word are charged their bytes
+of GLB bandwidth instead of a whole word each (``phaze.cost.gemm_chip``). It needs the hierarchy; its
+area, energy and leakage are costed (``phaze.hardware.chip_area``, ``phaze.hardware.power``).
 """
 from __future__ import annotations
 
@@ -57,6 +63,7 @@ class Accelerator:
     tc_acc_bytes: int = 0
     noc: str = "ideal"
     noc_link_bytes: int = 0
+    input_staging: bool = False
 
     def __post_init__(self) -> None:
         for f in ("num_tc", "tc_rows", "tc_cols", "num_vc", "vc_width", "glb_bytes", "hbm_bytes"):
@@ -81,6 +88,11 @@ class Accelerator:
             raise ConfigError(f"accelerator {self.name!r}: the on-chip hierarchy needs all of glb_banks, "
                               f"glb_bank_width_bytes, tc_operand_bytes, tc_acc_bytes, noc, noc_link_bytes; "
                               f"missing or zero: {', '.join(missing)} (or leave all out for the paper's template)")
+        if not isinstance(self.input_staging, (bool, np.bool_)):
+            raise ConfigError(f"accelerator {self.name!r}: 'input_staging' must be true or false, got {self.input_staging!r}")
+        if self.input_staging and not on:
+            raise ConfigError(f"accelerator {self.name!r}: 'input_staging' needs the on-chip hierarchy (glb_banks, "
+                              f"glb_bank_width_bytes, ...); the paper's template has no GLB banks to stage")
 
     @property
     def has_hierarchy(self) -> bool:
@@ -153,6 +165,7 @@ class ArchArrays:
     tc_acc_bytes: np.ndarray
     noc: np.ndarray  # int code: index into NOC_KINDS
     noc_link_bytes: np.ndarray
+    input_staging: np.ndarray  # int 0/1: the tensor cores have an input staging buffer (issue 34 item 1d)
 
     def __len__(self) -> int:
         return int(self.num_tc.shape[0])
@@ -172,6 +185,8 @@ class ArchArrays:
             vals = [getattr(a, f) for a in accs]
             if f == "noc":
                 vals = [NOC_KINDS.index(v) for v in vals]
+            if f == "input_staging":
+                vals = [int(bool(v)) for v in vals]
             dtype = np.float64 if isinstance(vals[0], float) else np.int64
             cols[f] = np.asarray(vals, dtype=dtype)
         return cls(**cols)
@@ -198,6 +213,7 @@ class ArchArrays:
             v = getattr(self, f)[i]
             kw[f] = float(v) if np.issubdtype(type(v), np.floating) else int(v)
         kw["noc"] = NOC_KINDS[kw["noc"]]
+        kw["input_staging"] = bool(kw["input_staging"])
         return Accelerator(name=name or f"cand{i}", **kw)
 
 
@@ -206,5 +222,6 @@ def chip_text(acc: Accelerator) -> str:
     glb = f"GLB {acc.glb_bytes // MiB} MiB"
     if acc.has_hierarchy:
         glb += (f" ({acc.glb_banks} x {acc.glb_bank_width_bytes} B/cycle), TC buffers {acc.tc_operand_bytes // 1024}"
-                f"+{acc.tc_acc_bytes // 1024} KiB, {acc.noc} {acc.noc_link_bytes} B")
+                f"+{acc.tc_acc_bytes // 1024} KiB{', input staging' if acc.input_staging else ''}, {acc.noc} "
+                f"{acc.noc_link_bytes} B")
     return f"{acc.num_tc}x TC {acc.tc_rows}x{acc.tc_cols}, {acc.num_vc}x VC {acc.vc_width}, {glb}"

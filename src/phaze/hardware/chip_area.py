@@ -3,6 +3,7 @@
     area = MACs + vector lanes                     (the paper's 22 nm per-MAC and per-lane areas, area_22nm.json)
          + num_tc * (operand buffer + accumulator) (SRAM macros, CACTI 7 at 22 nm: ``phaze.hardware.sram``)
          + num_vc * vector-core buffer             (SRAM, CACTI; the paper's 16 B per lane, at least 8 KiB)
+         + num_tc * input staging buffer           (chips with ``input_staging`` only; SRAM, CACTI, below)
          + GLB                                     (SRAM of glb_banks banks x glb_bank_width_bytes, CACTI)
          + network                                 (routers / crosspoints, below)
          + per-core control                        (a fraction of each core's datapath, below)
@@ -12,7 +13,11 @@ SRAM macros (CACTI table, ``sram_macro(capacity, banks, width, ports)``):
   weight row (C elements) wide;
 - accumulator: 1 bank, 2 ports (read-modify-write of C fp32 partial sums per cycle), C x 4 B wide;
 - vector-core buffer: 1 bank, 2 ports, one element per lane wide;
-- GLB: ``glb_banks`` banks, 1 port each of ``glb_bank_width_bytes``.
+- GLB: ``glb_banks`` banks, 1 port each of ``glb_bank_width_bytes``;
+- input staging buffer (issue 34 item 1d, chips with ``input_staging``): two GLB bank words (a double buffer:
+  one word arrives from the GLB while the array drains the other row by row), 1 bank, 2 ports (a word in,
+  rows out) a bank word wide. Two words are under the table's smallest bank (32 words), so it is charged
+  that smallest macro, max(1 KiB, 32 words): the register-file convention below, an overestimate.
 Widths and capacities are clamped into the table's range (ports 8..512 B; at least 1 KiB and at least 32
 words of the port width per bank, the smallest bank CACTI builds): a smaller buffer is charged as that
 smallest macro (it would be a register file; an overestimate we accept).
@@ -57,6 +62,7 @@ SRAM_MIN_BYTES = 1024
 SRAM_MIN_WORDS = 32
 SRAM_MIN_WIDTH, SRAM_MAX_WIDTH = 8, 512
 ACC_BYTES = 4
+STAGING_WORDS = 2  # input staging buffer: two GLB bank words per tensor core, double-buffered (module docstring)
 VC_BYTES_PER_LANE = 16  # the paper's vector-core buffer per lane (module docstring)
 # TPU v1 floor plan (Jouppi et al., ISCA 2017, Fig. 2): control 2% of the die, compute 30%, data buffers 37%
 CONTROL_FRACTION_OF_DATAPATH = 2.0 / (30.0 + 37.0)
@@ -93,7 +99,9 @@ def _macro_unique(cap, banks, width, ports):
 
 
 def sram_parts(arch: ArchArrays) -> dict:
-    """The SRAM macros of each chip (results of ``sram_macro``) keyed by role: operand, acc, vc, glb."""
+    """The SRAM macros of each chip (results of ``sram_macro``) keyed by role: operand, acc, vc, glb, and
+    staging (the input staging buffer a chip with ``input_staging`` has per tensor core; built for every chip,
+    counted only where it is bought)."""
     sram_macro = _macro_unique
 
     def build(a: ArchArrays) -> dict:
@@ -107,9 +115,15 @@ def sram_parts(arch: ArchArrays) -> dict:
             "acc": sram_macro(_cap(a.tc_acc_bytes, 1, w_acc), one, w_acc, 2 * one),
             "vc": sram_macro(_cap(VC_BYTES_PER_LANE * np.asarray(a.vc_width, np.int64), 1, w_vc), one, w_vc, 2 * one),
             "glb": sram_macro(_cap(a.glb_bytes, banks, w_glb), banks, w_glb, one),
+            "staging": sram_macro(_cap(STAGING_WORDS * w_glb, 1, w_glb), one, w_glb, 2 * one),
         }
 
     return arch.memo("sram_parts", build)
+
+
+def staging(arch: ArchArrays) -> np.ndarray:
+    """1.0 where the chip's tensor cores have an input staging buffer, else 0.0 (float, to scale its costs)."""
+    return (np.asarray(arch.input_staging) > 0).astype(np.float64)
 
 
 def noc_area_mm2(arch: ArchArrays) -> np.ndarray:
@@ -132,7 +146,8 @@ def chip_area_breakdown_mm2(arch: ArchArrays, model: AreaModel | None = None) ->
     lanes = np.asarray(arch.num_vc, np.float64) * np.asarray(arch.vc_width, np.float64)
     compute = 1e-6 * (m.mac_um2 * macs + m.lane_um2 * lanes)
     s = sram_parts(arch)
-    core = (np.asarray(arch.num_tc, np.float64) * (np.asarray(s["operand"].area_mm2) + np.asarray(s["acc"].area_mm2))
+    core = (np.asarray(arch.num_tc, np.float64) * (np.asarray(s["operand"].area_mm2) + np.asarray(s["acc"].area_mm2)
+                                                   + staging(arch) * np.asarray(s["staging"].area_mm2))
             + np.asarray(arch.num_vc, np.float64) * np.asarray(s["vc"].area_mm2))
     glb = np.asarray(s["glb"].area_mm2, np.float64)
     noc = noc_area_mm2(arch)

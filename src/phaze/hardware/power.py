@@ -11,10 +11,14 @@ Energy per operation (each with its source; the 22 nm scaling is ours and stated
   Computing", IEEE Micro 31(5), 2011) = 0.10 pJ/bit/mm; wire capacitance per mm does not shrink with the
   node, so only the voltage term is scaled: (0.8/0.9)^2. A transfer crosses half the chip's side on a bus
   or crossbar, two thirds of it on a mesh (the mean Manhattan distance from an edge bank to a core).
+- input staging buffer (chips with ``input_staging``, issue 34 item 1d): each input byte is written into it
+  as part of a GLB bank word and read out as part of an input row, at CACTI's write + read energy per access
+  of its bank-word-wide port, per byte (``chip_area``'s staging macro).
 - HBM: 3.9 pJ/bit for HBM2 (O'Connor et al., "Fine-Grained DRAM", MICRO 2017), i.e. 31.2 pJ/byte.
 
 Peak power (what ``--tdp-w`` constrains): every MAC and lane busy every cycle, each tensor core's
 accumulator read and written once per cycle, each vector-core buffer read and written once per cycle,
+each input staging buffer (where bought) passing one input row (R elements) per cycle,
 the GLB delivering its full supply through the network, and HBM at its full bandwidth, plus the SRAMs'
 leakage (CACTI's standby leakage of every macro). Logic leakage (MACs, lanes, routers) is not counted:
 we found no per-MAC leakage figure to cite.
@@ -47,7 +51,7 @@ def energy_parts(arch: ArchArrays) -> dict:
     takes ceil(row / port) accesses; until 2026-12-02 every row was charged one access, which gave the
     accumulators of arrays with more than 128 columns half their energy for free (found by the
     cross-check against ZigZag, ``phaze.validation.chip_energy``)."""
-    from phaze.hardware.chip_area import ACC_BYTES, chip_area_mm2, macro_port_width, sram_parts
+    from phaze.hardware.chip_area import ACC_BYTES, chip_area_mm2, macro_port_width, sram_parts, staging
 
     s = sram_parts(arch)
     f64 = lambda x: np.asarray(x, np.float64)  # noqa: E731
@@ -66,16 +70,17 @@ def energy_parts(arch: ArchArrays) -> dict:
         "acc_row_read_J": acc_r, "acc_row_write_J": acc_w, "acc_rmw_J": acc_r + acc_w,
         "operand_row_read_J": op_r, "operand_row_write_J": op_w, "operand_J": op_r + op_w,
         "vc_J_per_B": (f64(s["vc"].read_energy_j) + f64(s["vc"].write_energy_j)) / vc_w / 2,
+        "staging_J_per_B": staging(arch) * (f64(s["staging"].read_energy_j) + f64(s["staging"].write_energy_j)) / glb_w,
     }
 
 
 def sram_leakage_w(arch: ArchArrays) -> np.ndarray:
     """Standby leakage (W) of every SRAM macro of each chip with the hierarchy (CACTI table)."""
-    from phaze.hardware.chip_area import sram_parts
+    from phaze.hardware.chip_area import sram_parts, staging
 
     s = sram_parts(arch)
     lk = {k: np.asarray(v.leakage_w, np.float64) for k, v in s.items()}
-    return (np.asarray(arch.num_tc, np.float64) * (lk["operand"] + lk["acc"])
+    return (np.asarray(arch.num_tc, np.float64) * (lk["operand"] + lk["acc"] + staging(arch) * lk["staging"])
             + np.asarray(arch.num_vc, np.float64) * lk["vc"] + lk["glb"])
 
 
@@ -98,7 +103,8 @@ def peak_power_w(arch: ArchArrays | Accelerator):
         e = np.asarray(h.bytes_per_element, np.float64)
         supply = glb_supply_bytes_per_cycle(h)
         per_cycle = (macs * MAC_J + lanes * LANE_OP_J + np.asarray(h.num_tc, np.float64) * p["acc_rmw_J"]
-                     + lanes * e * 2 * p["vc_J_per_B"] + supply * (p["glb_read_J_per_B"] + p["noc_J_per_B"]))
+                     + lanes * e * 2 * p["vc_J_per_B"] + supply * (p["glb_read_J_per_B"] + p["noc_J_per_B"])
+                     + np.asarray(h.num_tc, np.float64) * np.asarray(h.tc_rows, np.float64) * e * p["staging_J_per_B"])
         out[idx] = (per_cycle * f + np.asarray(h.hbm_bandwidth_Bps, np.float64) * HBM_J_PER_BYTE
                     + sram_leakage_w(h))
     return float(out[0]) if one else out

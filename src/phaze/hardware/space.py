@@ -12,6 +12,14 @@ of GLB banks and the width of a bank's port (bytes per cycle), and per chip the 
 ``presets.chip_hierarchy``. Areas come from ``phaze.hardware.chip_area`` and the budget is the area of
 the ``tpuv4-like`` preset (the paper's chip with the same hierarchy rule) under that model.
 
+Input staging (issue 34 item 1d, ``input_staging``): a tensor core's input row (R x e bytes) narrower than a GLB
+bank word wastes the rest of the word without a staging buffer (``phaze.cost.gemm_chip``); with one it costs
+its bytes, and the buffer costs area, energy and leakage. Staging is only considered on the chips where it can
+matter, R x e < bank width (elsewhere it is a no-op that only costs area): ``input_staging`` = (True,), the
+default, buys it on exactly those chips (no extra candidates); (False, True) enumerates both on those chips
+(the others once, without); (False,) never buys it. The rule looks at the full row: a GEMM with K < R
+(attention scores) has narrower rows still, which staging would also help on chips whose full row is a word.
+
 The default space also chooses each chip's off-chip network (issue 34 item 5, ``phaze.hardware.chip_network``):
 the ``net_*`` axes (scale-up domain size, its per-chip bandwidth and topology, the scale-out bandwidth) are crossed
 with the chips, a candidate being (chip, network); its area is the chip's plus the network's PHY, under the same
@@ -82,6 +90,9 @@ class DesignSpace:
     net_scale_up_Bps: tuple[float, ...] | None = None
     net_topologies: tuple[str, ...] | None = None
     net_scale_out_Bps: tuple[float, ...] | None = None
+    # input staging (module docstring): the values a chip whose input row is narrower than a bank word may take;
+    # None: (True,) for the chip template (bought where it matters), (False,) for the paper's (no GLB banks)
+    input_staging: tuple[bool, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.template not in TEMPLATES:
@@ -105,7 +116,21 @@ class DesignSpace:
                               f"{MAX_SPACE_POINTS:,} are enumerated at once (55x the default space); split the space")
         if not (isinstance(self.min_fraction, (int, float)) and 0.0 <= self.min_fraction <= 1.0):
             raise ConfigError(f"design space: 'min_fraction' must be in [0, 1], got {self.min_fraction!r}")
+        self._check_staging()
         self._check_network_axes()
+
+    def _check_staging(self) -> None:
+        v = self.input_staging
+        if v is None:
+            v = (True,) if self.template == "chip" else (False,)
+        if isinstance(v, (bool, np.bool_)):
+            v = (v,)
+        if not isinstance(v, (list, tuple)) or not v or not all(isinstance(x, (bool, np.bool_)) for x in v):
+            raise ConfigError(f"design space: 'input_staging' must be a non-empty list of true/false, got {v!r}")
+        v = tuple(sorted({bool(x) for x in v}))
+        if self.template != "chip":  # no GLB banks to stage from (a chip space replaced to the paper's template)
+            v = (False,)
+        object.__setattr__(self, "input_staging", v)
 
     def _check_network_axes(self) -> None:
         from phaze.hardware.chip_network import network_axis
@@ -258,9 +283,19 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
         hier = {k: np.asarray(h[k], np.int64) for k in ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes",
                                                          "tc_acc_bytes", "noc_link_bytes")}
         hier["noc"] = np.where(h["noc"] == "crossbar", NOC_KINDS.index("crossbar"), NOC_KINDS.index("mesh"))
+        # input staging only where the input row is narrower than a bank word (module docstring)
+        narrow = depth * bytes_per_element < bank_w
+        hier["input_staging"] = (narrow & (True in space.input_staging)).astype(np.int64)
+        if len(space.input_staging) == 2:  # both: the narrow chips once more, without staging
+            extra = np.flatnonzero(narrow)
+            rows = np.concatenate([np.arange(n_all), extra])
+            num_tc, num_vc, width, depth, glb = (v[rows] for v in (num_tc, num_vc, width, depth, glb))
+            hier = {k: v[rows] for k, v in hier.items()}
+            hier["input_staging"][n_all:] = 0
+            n_all = len(rows)
     else:
         hier = {k: np.zeros(n_all, np.int64) for k in ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes",
-                                                        "tc_acc_bytes", "noc_link_bytes", "noc")}
+                                                        "tc_acc_bytes", "noc_link_bytes", "noc", "input_staging")}
     base = {"num_tc": num_tc, "tc_rows": depth, "tc_cols": width, "num_vc": num_vc, "vc_width": width.copy(),
             "glb_bytes": glb, "hbm_bytes": np.full(n_all, hbm_bytes, np.int64),
             "hbm_bandwidth_Bps": np.full(n_all, hbm_bandwidth_Bps, np.float64),
@@ -341,11 +376,20 @@ def space_from_dict(d: dict, source: str = "design space") -> DesignSpace:
             val = tuple(v * scale for v in vals)
         elif name in _NET_FIELDS:
             val = tuple(val) if isinstance(val, (list, tuple)) else (val,)
+        elif name == "input_staging":
+            vals = val if isinstance(val, (list, tuple)) else [val]
+            if not vals or not all(isinstance(v, bool) for v in vals):
+                bad = next((v for v in vals if not isinstance(v, bool)), val)
+                raise ConfigError(f"{source}: input_staging: expected true, false or a list of them, got {got(bad)}")
+            val = tuple(vals)
         elif name == "template" and val not in TEMPLATES:
             raise ConfigError(f"{source}: template: expected one of {', '.join(TEMPLATES)}, got {got(val)}")
         elif name in ("budget_mm2", "min_fraction") and not (isinstance(val, (int, float)) and not isinstance(val, bool)):
             raise ConfigError(f"{source}: {key}: expected a number, got {got(val)}")
         kw[name] = val
+    if True in kw.get("input_staging", ()) and kw.get("template", "chip") != "chip":
+        raise ConfigError(f"{source}: input_staging: true needs the chip template (the paper's template has no GLB "
+                          f"banks to stage from); use false or drop the field")
     try:
         return DesignSpace(**kw)
     except ConfigError as err:
@@ -359,6 +403,9 @@ def stored_design_space(d: dict) -> DesignSpace:
     kw = {k: v for k, v in d.items() if k in known}
     for f in _NET_FIELDS:
         kw.setdefault(f, ())
+    kw.setdefault("input_staging", (False,))  # a store from before staging (issue 34 item 1d) had none
+    if isinstance(kw["input_staging"], list):
+        kw["input_staging"] = tuple(kw["input_staging"])
     return DesignSpace(**kw)
 
 
@@ -404,6 +451,7 @@ def space_summary(space: DesignSpace | str | Path | None = "default", budget_mm2
         "axes": {"num_tc": list(ds.num_tc), "tc_rows (depth)": list(ds.tc_depths),
                  "tc_cols = vc_width (width)": list(ds.tc_widths), "num_vc": list(ds.num_vc),
                  "glb_mib": [g // MiB for g in ds.glb_bytes],
-                 **({"glb_banks": list(ds.glb_banks), "glb_bank_width_bytes": list(ds.glb_bank_widths)}
+                 **({"glb_banks": list(ds.glb_banks), "glb_bank_width_bytes": list(ds.glb_bank_widths),
+                     "input_staging (where a row is narrower than a bank word)": list(ds.input_staging)}
                     if ds.template == "chip" else {})},
     }

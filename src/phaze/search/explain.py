@@ -16,7 +16,7 @@ def chip_facts(acc: Accelerator) -> dict:
     a = acc.as_arrays()
     return {"glb_banks": acc.glb_banks, "glb_bank_width_bytes": acc.glb_bank_width_bytes,
             "tc_operand_bytes": acc.tc_operand_bytes, "tc_acc_bytes": acc.tc_acc_bytes, "noc": acc.noc,
-            "noc_link_bytes": acc.noc_link_bytes,
+            "noc_link_bytes": acc.noc_link_bytes, "input_staging": bool(acc.input_staging),
             "glb_bandwidth_Bps": float(glb_supply_bytes_per_cycle(a)[0] * acc.freq_hz),
             "peak_power_w": float(peak_power_w(acc))}
 

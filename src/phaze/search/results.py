@@ -44,10 +44,11 @@ def _mapping(d, where: str) -> dict:
 # the facts ``explain.chip_facts`` adds to a chip (in its order); the hierarchy-only ones are absent, not null,
 # on a chip of the paper's template
 CHIP_FACTS = ("glb_banks", "glb_bank_width_bytes", "tc_operand_bytes", "tc_acc_bytes", "noc", "noc_link_bytes",
+              "input_staging",
               "glb_bandwidth_Bps", "peak_power_w")
-_HIERARCHY_ONLY = ("tc_operand_bytes", "tc_acc_bytes", "noc_link_bytes")
+_HIERARCHY_ONLY = ("tc_operand_bytes", "tc_acc_bytes", "noc_link_bytes", "input_staging")
 _FACT_KINDS = {"glb_banks": (int,), "glb_bank_width_bytes": (int,), "tc_operand_bytes": (int,),
-               "tc_acc_bytes": (int,), "noc": (str,), "noc_link_bytes": (int,), "glb_bandwidth_Bps": _NUM + (_NONE,),
+               "tc_acc_bytes": (int,), "noc": (str,), "noc_link_bytes": (int,), "input_staging": (bool,), "glb_bandwidth_Bps": _NUM + (_NONE,),
                "peak_power_w": _NUM + (_NONE,)}
 
 
@@ -137,6 +138,7 @@ class ChipRow:
     tc_acc_bytes: int | None = None
     noc: str | None = None
     noc_link_bytes: int | None = None
+    input_staging: bool | None = None  # the hierarchy's input staging buffer (issue 34 item 1d); None without it
     glb_bandwidth_Bps: float | None = None  # None: not modelled
     peak_power_w: float | None = None
     power_w: float | None = None  # mean over the models' plans; None: no power model
@@ -210,6 +212,7 @@ class ReferenceRow:
     tc_operand_bytes: int | None = None
     tc_acc_bytes: int | None = None
     noc_link_bytes: int | None = None
+    input_staging: bool | None = None  # the hierarchy's input staging buffer (issue 34 item 1d); None without it
     explained: bool = False
     power_w: float | None = None
     bound_by: str | None = None

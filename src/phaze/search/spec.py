@@ -67,9 +67,11 @@ def search_runtime(plan_space_name: str, optimizer: str = "adam") -> Runtime:
 # 2026-12-02), 3 since that buffer also crosses the GLB both ways (phaze.cost.gemm_chip) and the optimizer step
 # is bound by the vector lanes too (phaze.placement.stage.optimizer_step_s; both 2026-12-02, session 16), 4 since
 # an op alone has all of the GLB and HBM and layer schedules are re-timed under shared bandwidth
-# (phaze.schedule.bandwidth; issue 34 item 1e, session 18) and a search also stores the TPU v4 reference; stores
+# (phaze.schedule.bandwidth; issue 34 item 1e, session 18) and a search also stores the TPU v4 reference, 5 since
+# the default space buys input staging where a tensor core's input row is narrower than a GLB bank word (issue 34
+# item 1d); stores
 # written before carry an older revision (or none) and are refused on --resume.
-CHIP_COST_MODEL_REVISION = 4
+CHIP_COST_MODEL_REVISION = 5
 
 
 @dataclass(frozen=True)

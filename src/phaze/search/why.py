@@ -30,7 +30,7 @@ STEPS = (
      ("num_tc", "tc_rows", "tc_cols", "tc_operand_bytes", "tc_acc_bytes")),
     ("vector lanes (vector cores x lanes)", ("num_vc", "vc_width")),
     ("GLB size", ("glb_bytes",)),
-    ("GLB bandwidth (banks x port width)", ("glb_banks", "glb_bank_width_bytes")),
+    ("GLB bandwidth (banks x port width, input staging)", ("glb_banks", "glb_bank_width_bytes", "input_staging")),
     ("on-chip network (kind, link width)", ("noc", "noc_link_bytes")),
     ("HBM capacity", ("hbm_bytes",)),
     ("HBM bandwidth", ("hbm_bandwidth_Bps",)),

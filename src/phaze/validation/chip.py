@@ -77,7 +77,10 @@ def panel_accelerator(case: dict) -> Accelerator:
     the case's GLB banks and bandwidth (the GLB has ``cores`` times the banks, every core a crossbar link
     of ``glb_bytes_per_cycle``) and HBM rate, and :func:`panel_gemm` is the GEMM of ``cores`` such column
     blocks side by side (N x cores), which phaze splits one column block per core; ZigZag ran one core's
-    block at one core's bandwidth."""
+    block at one core's bandwidth.
+
+    No input staging (issue 34 item 1d): ``scripts/chip_panel.py``'s ZigZag core streams inputs from the GLB's
+    port into the array, a whole port word per row, as phaze's unstaged core does."""
     have = {f.name for f in fields(Accelerator)}
     bw = int(case["glb_bytes_per_cycle"])
     cores = panel_cores(case)
@@ -91,6 +94,8 @@ def panel_accelerator(case: dict) -> Accelerator:
         banks, width = glb_organisation(int(case["glb_bytes"]), bw)
         kw.update(glb_banks=cores * banks, glb_bank_width_bytes=width, tc_operand_bytes=int(case["operand_buffer_bytes"]),
                   tc_acc_bytes=int(case["accumulator_bytes"]), noc="crossbar", noc_link_bytes=bw)
+    if "input_staging" in have:  # ZigZag's configuration reads inputs straight from the GLB port: no staging
+        kw["input_staging"] = False
     return Accelerator(**kw)
 
 
