@@ -32,11 +32,11 @@ def plan_floor_s(sum_T, max_T, opt_s, sync_s, m: int, v: int = 1):
     ``sync_s`` (<= 0: no sync). From ``stage.iteration_s``: iteration >= sum_T / v + (m - 1/v) max_T +
     opt_s; and, charging that stage's sync except for one backward (which one max T covers),
     iteration >= sum_T / v + (m - 1/v - 1) max_T + sync_s + opt_s (m = 1: >= sync_s + opt_s).
-    Scalars, or numpy arrays (then one bound per element)."""
+    Scalars, or numpy arrays (then one bound per element; ``v`` too with an array ``max_T``)."""
     base = st.iteration_s(sum_T, max_T, opt_s, m, v)
     k = st.bottleneck_weight(m, v) - 1.0
     if isinstance(max_T, np.ndarray) or isinstance(sync_s, np.ndarray):
-        alt = (sum_T / v + k * max_T if k >= 0 else 0.0) + sync_s + opt_s
+        alt = np.where(k >= 0, sum_T / v + k * max_T, 0.0) + sync_s + opt_s
         return np.where(np.asarray(sync_s) > 0, np.maximum(base, alt), base)
     if sync_s <= 0:
         return base
@@ -49,8 +49,8 @@ def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: 
     """Iteration time no partition of this (setting, d, p, v) can beat (``plan_floor_s``): sum T >= S and
     max T >= S/p; the stage with the most parameters (>= 1/p of them) pays its optimizer step and its
     gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``mb_comm_s``: a floor on max T (and so on
-    sum T) from ZeRO-2/3's per-microbatch transfers (``zero_microbatch_floor_s``). ``p``, ``sync_s`` and
-    ``mb_comm_s`` may be arrays (one bound per p)."""
+    sum T) from ZeRO-2/3's per-microbatch transfers (``zero_microbatch_floor_s``). ``p`` (with ``v``), ``sync_s``
+    and ``mb_comm_s`` may be arrays (one bound per element)."""
     tb = c.block.fwd_s + c.block.bwd_s
     S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
     M = S / p

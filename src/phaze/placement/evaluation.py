@@ -69,6 +69,62 @@ def _layer_counts(r: tuple[int, int], n_layers: int) -> tuple[int, int, int]:
     return e, b - a - e - h, h
 
 
+def _chunk(c: LayerCosts, e: int, nb: int, h: int, fields, topo) -> tuple:
+    """One chunk's figures for ``evaluate_costs``: its sums of ``fields`` (floats; a missing expert-sharded
+    optimizer figure is the plain one), activation, working and largest-layer bytes, and the time of its
+    forward send out and backward send in (whether it sends depends on its place, decided by the caller)."""
+    s = st.stage_sums(c, e, nb, h)
+    sums_of = {}
+    for f in fields:
+        x = getattr(s, f)
+        sums_of[f] = float(s.optimizer_bytes if x is None else x)  # (None: no expert sharding)
+    out_s = float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
+    in_s = float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
+    return (sums_of, float(s.activation_bytes), float(s.working_bytes), float(s.largest_layer_weight_bytes),
+            out_s, in_s)
+
+
+_SUM_FIELDS = ("fwd_s", "bwd_s", "params", "weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes",
+               "zero1_optimizer_bytes", "moe_a2a_s", "moe_imbalance_s", "moe_host_s")
+
+
+def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int, d: int, overlap_dp: bool,
+                   device: DeviceSpec) -> tuple:
+    """What ``evaluate_costs`` needs of one pipeline device that does not depend on its place in the pipeline:
+    (sums, sends, each chunk's activation bytes, tied static bytes, gradient sync, its exposed part, optimizer
+    step, exposed per-microbatch ZeRO traffic) from its chunks' ``places`` (e, nb, h, sends forward, sends
+    backward)."""
+    acc = dict.fromkeys(_SUM_FIELDS, 0.0)
+    acc["params"] = 0
+    working, largest, sends, has_e, has_h = 0.0, 0.0, 0.0, False, False
+    chunk_act = []
+    for e, nb, h, out, back in places:
+        has_e, has_h = has_e or bool(e), has_h or bool(h)
+        x = chunks.get((mode, e, nb, h))
+        if x is None:  # the chunks of a balanced plan repeat a few layer counts: each is summed once
+            x = chunks[(mode, e, nb, h)] = _chunk(c, e, nb, h, _SUM_FIELDS, topo)
+        sums_of, act, work, big, out_s, in_s = x
+        chunk_act.append(act)
+        for f, val in sums_of.items():
+            acc[f] += val
+        working, largest = max(working, work), max(largest, big)
+        if out:
+            sends += out_s
+        if back:
+            sends += in_s
+    sums = st.StageSums(working_bytes=working, largest_layer_weight_bytes=largest, **acc)
+    tied = st.tied_static_bytes(c, z, d) if has_e and has_h else 0.0
+    sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, z))
+    if has_e != has_h:
+        sync += st.tied_sync_s(c, topo)
+    gather = float(st.param_gather_s(sums.weight_bytes, topo, z))
+    exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d, gather, sums.fwd_s,
+                                       st.sync_interference(c, topo, device.hbm_Bps)))
+    opt = float(st.optimizer_step_s(sums, d, z, device.hbm_Bps, device.lane_ops_per_s))
+    mb_comm = float(st.exposed_microbatch_comm_s(c, sums, topo, z, overlap_dp, device.hbm_Bps))
+    return sums, sends, tuple(chunk_act), tied, sync, exposed, opt, mb_comm
+
+
 def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, cluster: Cluster,
                    global_batch: int, device: DeviceSpec, *, num_blocks: int,
                    model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool | None = None,
@@ -93,6 +149,8 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
     n_chunks = len(plan.stages)
     stages: list[StageBreakdown] = []
     T, R = [], []
+    chunks: dict = {}  # (mode, e, nb, h) -> _chunk's figures
+    figures: dict = {}  # (mode, its chunks' places) -> _stage_figures
     for i in range(p):
         mode = plan.recompute_of(i)
         if isinstance(costs, LayerCosts):
@@ -101,41 +159,20 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             if mode not in costs:
                 raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
             c = costs[mode]
-        acc = dict(fwd_s=0.0, bwd_s=0.0, params=0, weight_bytes=0.0, grad_bytes=0.0, optimizer_bytes=0.0,
-                   activation_bytes=0.0, zero1_optimizer_bytes=0.0, moe_a2a_s=0.0, moe_imbalance_s=0.0,
-                   moe_host_s=0.0)
-        working, largest, sends, has_e, has_h = 0.0, 0.0, 0.0, False, False
-        chunk_act = []
+        places = []
         for j, r in enumerate(plan.chunks_of(i)):
             k = i + j * p
-            e, nb, h = _layer_counts(r, n_layers)
-            has_e, has_h = has_e or bool(e), has_h or bool(h)
-            s = st.stage_sums(c, e, nb, h)
-            chunk_act.append(float(s.activation_bytes))
-            for f in acc:
-                x = getattr(s, f)
-                acc[f] = acc[f] + float(s.optimizer_bytes if x is None else x)  # (None: no expert sharding)
-            working = max(working, float(s.working_bytes))
-            largest = max(largest, float(s.largest_layer_weight_bytes))
-            if k < n_chunks - 1:
-                sends += float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
-            if k > 0:
-                sends += float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
-        sums = st.StageSums(working_bytes=working, largest_layer_weight_bytes=largest, **acc)
-        z = plan.zero
-        tied = st.tied_static_bytes(c, z, d) if has_e and has_h else 0.0
+            places.append((*_layer_counts(r, n_layers), k < n_chunks - 1, k > 0))
+        key = (mode, tuple(places))
+        f = figures.get(key)
+        if f is None:  # the stages of a balanced plan repeat a few compositions: each is costed once
+            f = figures[key] = _stage_figures(c, places, chunks, mode, topo, plan.zero, d, overlap_dp, device)
+        sums, sends, chunk_act, tied, sync, exposed, opt, mb_comm = f
+        working, z = sums.working_bytes, plan.zero
         inflight = st.in_flight_microbatches(i, p, m, v)
         act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
                     else inflight * float(sums.activation_bytes))
         mem = float(st.stage_memory(sums, inflight, d, z, tied, act_peak))
-        sync = float(st.dp_sync_s(sums.grad_bytes, sums.weight_bytes, topo, z))
-        if has_e != has_h:
-            sync += st.tied_sync_s(c, topo)
-        gather = float(st.param_gather_s(sums.weight_bytes, topo, z))
-        exposed = float(st.exposed_sync_s(sync, sums.bwd_s, overlap_dp, sums.params, d, gather, sums.fwd_s,
-                                           st.sync_interference(c, topo, device.hbm_Bps)))
-        opt = float(st.optimizer_step_s(sums, d, z, device.hbm_Bps, device.lane_ops_per_s))
-        mb_comm = float(st.exposed_microbatch_comm_s(c, sums, topo, z, overlap_dp, device.hbm_Bps))
         t_i = sums.fwd_s + sums.bwd_s + sends + mb_comm
         T.append(t_i)
         R.append(exposed + opt)
@@ -169,6 +206,23 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         oom_stage=None if fits else worst, memory_excess_bytes=0.0 if fits else float(excess[worst]),
         bottleneck_stage=int(np.argmax(T)), devices_given=cluster.num_devices,
         memory_reserve_bytes=device.memory_reserve_bytes)
+
+
+def evaluate_costs_memo(memo: dict | None, plan: Plan, costs, cluster: Cluster, global_batch: int,
+                       device: DeviceSpec, *, num_blocks: int, overlap_dp: bool) -> Evaluation:
+    """``evaluate_costs`` through ``memo`` (None: no memo), keyed by the plan and the identity of its costs: a
+    plan search evaluates some plans twice (a uniform interleaved plan as its own combination and as one
+    mode of a per-device recompute search). The caller keeps the costs alive while the memo lives, and gives
+    one cluster, batch and device per memo."""
+    if memo is None:
+        return evaluate_costs(plan, costs, cluster, global_batch, device, num_blocks=num_blocks,
+                              overlap_dp=overlap_dp)
+    key = (plan, id(costs), overlap_dp)
+    ev = memo.get(key)
+    if ev is None:
+        ev = memo[key] = evaluate_costs(plan, costs, cluster, global_batch, device, num_blocks=num_blocks,
+                                        overlap_dp=overlap_dp)
+    return ev
 
 
 def moe_net_for(model, cluster: Cluster, setting):

@@ -18,7 +18,7 @@ from typing import Mapping
 import numpy as np
 
 from phaze.hardware.cluster import Cluster
-from phaze.placement.evaluation import DeviceSpec, evaluate_costs
+from phaze.placement.evaluation import DeviceSpec, evaluate_costs, evaluate_costs_memo
 from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.plan import Plan
@@ -26,16 +26,18 @@ from phaze.placement.recompute import Recompute
 
 
 def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
-                      global_batch: int, device: DeviceSpec, overlap_dp: bool, **plan_kw) -> tuple | None:
+                      global_batch: int, device: DeviceSpec, overlap_dp: bool, memo: dict | None = None,
+                      **plan_kw) -> tuple | None:
     """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
     (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero), or None when no
-    assignment fits."""
+    assignment fits. ``memo``: the uniform plans' evaluations shared with the caller
+    (``evaluate_costs_memo``)."""
     modes = list(costs)
     T, R, M = [], [], []
     for r in modes:  # one evaluation per mode gives every device's figures under that mode
         plan = Plan.balanced(num_blocks, p, interleave=v, recompute=Recompute.uniform(r), **plan_kw)
-        ev = evaluate_costs(plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
-                            overlap_dp=overlap_dp)
+        ev = evaluate_costs_memo(memo, plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
+                                 overlap_dp=overlap_dp)
         T.append([s.time_per_microbatch_s for s in ev.stages])
         R.append([s.dp_exposed_s + s.optimizer_step_s for s in ev.stages])
         M.append([s.memory_bytes for s in ev.stages])

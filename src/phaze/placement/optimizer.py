@@ -35,7 +35,7 @@ from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
 from phaze.placement.bounds import (combination_entries, divisors, least_traffic_bytes, lower_bound_s, same_memory,
                                    weight_per_grad, zero_microbatch_floor_s)
-from phaze.placement.evaluation import DeviceSpec, evaluate_costs, moe_net_for
+from phaze.placement.evaluation import DeviceSpec, evaluate_costs, evaluate_costs_memo, moe_net_for
 from phaze.placement.layer_costs import LayerCosts, compute_layer_costs, model_forward_flops_per_sequence, \
     setting_for
 from phaze.placement.mixed_dp import MixedPartitionProblem
@@ -106,6 +106,8 @@ class _Shared:
             for d in (self._topo, self._sends, self.sync):
                 d.clear()
         self.rows: dict = {}  # stage rows of the partition solves (keyed by id: lives only in one search)
+        self.valid: dict = {}  # legal (p, v) masks of ``_uniform_combinations``
+        self.evals: dict = {}  # plan evaluations (``evaluate_costs_memo``; keyed by id: one search only)
 
     def topo(self, t: int, ranks: int, p: int) -> st.Topology:
         key = (t, ranks, p)
@@ -156,9 +158,12 @@ class _Counts:
 
 
 def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], L: int, B: int, N: int,
-                           device: DeviceSpec, shared: _Shared, space: PlanSpace, counts: _Counts) -> list[Combination]:
-    """Every (setting, d, p, v, ZeRO stage) combination of ``space`` whose whole-model memory can fit, with its
-    lower bound (``phaze.placement.bounds.lower_bound_s``); per-stage recompute groups only for p >= 2."""
+                           device: DeviceSpec, shared: _Shared, space: PlanSpace, counts: _Counts,
+                           cutoff_s: float = math.inf) -> list[Combination]:
+    """Every (setting, d, p, v, ZeRO stage) combination of ``space`` whose whole-model memory can fit and whose
+    lower bound (``phaze.placement.bounds.lower_bound_s``) is below ``cutoff_s`` (the others cannot give a
+    plan faster than it), with that bound; per-stage recompute groups only for p >= 2. ``counts`` counts
+    every combination considered, cut off or not."""
     cap = device.hbm_bytes
     v_values, z_values, use_all_devices = space.interleaves(L), space.zero, space.use_all_devices
     per_stage_recompute = space.per_stage_recompute
@@ -202,32 +207,57 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                                if z >= 2 and r > 1 and len(pv) else 0.0)
                         lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
                         for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
-                            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+                            if lb < cutoff_s:
+                                combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
                     continue
-                for p in range(1, p_max + 1):
-                    if use_all_devices and p * t * r != N:
-                        continue
-                    need = (static_total - (st.tied_static_bytes(cb, z, r) if p == 1 else 0.0)
-                            + act_total) / p
-                    for v in v_values:
-                        if v > 1 and (p < 2 or L % (p * v) or m % p):
-                            continue
-                        counts.considered += 1
-                        if need < counts.min_need:
-                            counts.min_need, counts.min_need_parts = need, ((need * p - act_total) / p, act_total / p)
-                            counts.seq_len = s.seq_len
-                        if need > cap:  # the memory of the whole model cannot spread over p devices
-                            continue
-                        sync = 0.0
-                        if r > 1:  # (the cache looked up inline: this loop runs for every combination)
-                            sync = shared.sync.get((t, r, p, z, grads_total, weights_total))
-                            if sync is None:
-                                sync = shared.sync_of(t, r, p, z, grads_total, weights_total)
-                        mbc = shared.mb_floor(t, r, p, z, grads_total, rho) if z >= 2 and r > 1 else 0.0
-                        lb = lower_bound_s(cb, L, p, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
-                        combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+                _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr,
+                                      device.hbm_Bps, static_total, act_total, grads_total, weights_total, rho,
+                                      v_values, use_all_devices, cutoff_s)
     return combos
 
+
+def _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr, hbm_Bps,
+                          static_total, act_total, grads_total, weights_total, rho, v_values,
+                          use_all_devices, cutoff_s) -> None:
+    """``enumerate_combinations``' combinations of one setting (one recompute mode) at one (d, ZeRO stage):
+    every valid (p, v) whose bound is below ``cutoff_s``, p-major, with that bound (all pairs at once, numpy)."""
+    ps = np.arange(1, p_max + 1)
+    if use_all_devices:
+        ps = ps[ps * t * r == N]
+    if not len(ps):
+        return
+    tied = st.tied_static_bytes(cb, z, r)
+    need = (static_total - np.where(ps == 1, tied, 0.0) + act_total) / ps
+    vkey = (p_max, t * r if use_all_devices else 0, m, L, tuple(v_values))
+    valid = shared.valid.get(vkey)
+    if valid is None:  # [v, p]: which (p, v) are legal depends on few numbers, shared by many combinations
+        valid = shared.valid[vkey] = np.array([np.ones(len(ps), bool) if v == 1 else
+                                               (ps >= 2) & (L % (ps * v) == 0) & (m % ps == 0) for v in v_values])
+    n_valid = int(valid.sum())
+    if not n_valid:
+        return
+    counts.considered += n_valid
+    on = valid.any(axis=0)
+    k = int(np.argmin(np.where(on, need, np.inf)))  # the first p of the least need
+    if need[k] < counts.min_need:
+        counts.min_need, counts.min_need_parts = float(need[k]), ((need[k] * ps[k] - act_total) / ps[k],
+                                                                  act_total / ps[k])
+        counts.seq_len = s.seq_len
+    keep = valid & (need <= cap)[None]  # the memory of the whole model can spread over p devices
+    vi, pi = np.nonzero(keep.T)[::-1]  # the (v, p) pairs, p-major (numpy's row order of the transpose)
+    if not len(pi):
+        return
+    pk = ps[pi]
+    vk = np.asarray(v_values)[vi]
+    sync = 0.0
+    if r > 1:
+        sync = np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pk.tolist()])
+    mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pk.tolist()])
+           if z >= 2 and r > 1 else 0.0)
+    lbs = np.atleast_1d(lower_bound_s(cb, L, pk, vk, m, pf, pb, tr, hbm_Bps, sync, mbc)).tolist()
+    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs):
+        if lb < cutoff_s:
+            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
 
 def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: DeviceSpec, shared: _Shared,
                       cutoff_s: float, counts: _Counts) -> Candidate | None:
@@ -245,7 +275,7 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
         kw.pop("recompute")
-        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, **kw)
+        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, shared.evals, **kw)
         if found is None or found[0].recompute.is_uniform:
             return None
         plan, obj = found
@@ -269,7 +299,7 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
         return Candidate(sol.objective_s, plan_from_blocks(sol.blocks, **kw), c)
     counts.covered += 1
     plan = Plan.balanced(L, p, interleave=v, **kw)
-    ev = evaluate_costs(plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
+    ev = evaluate_costs_memo(shared.evals, plan, c, cluster, B, device, num_blocks=L, overlap_dp=overlap_dp)
     return Candidate(ev.iteration_time_s, plan, c) if ev.fits else None
 
 
@@ -316,7 +346,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     N = devices or cluster.num_devices
     L, B = num_blocks, global_batch
     shared, counts = _Shared(cluster), _Counts()
-    combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, space, counts)
+    combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, space, counts, cutoff_s)
     combos.sort()  # by (lower bound, order): order is unique, so nothing else is compared
     K = max(1, top_k + 1)
     top: list[tuple[float, int, Candidate]] = []  # max-heap by -time
