@@ -800,7 +800,7 @@ def main() -> int:
                     if best8 and deep_ok[best8]["cycles"] < ok[best]["cycles"]:
                         row[name] = dict(deep_ok[best8], split=best8[0])
                     else:
-                        row[name] = lpf6
+                        row[name] = dict(lpf6)
                     row[name]["lpf8"] = {sp: {s: (r.get("cycles") if "error" not in r else r["error"])
                                               for s, r in by.items()} for sp, by in deep_runs.items()}
             else:
