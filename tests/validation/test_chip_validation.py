@@ -164,7 +164,8 @@ def test_the_figures_the_readme_reports(report):
     assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 94)
     assert round(report.zigzag_mean_abs_pct, 1) == 2.5 and round(report.zigzag_max_abs_pct, 1) == 22.0
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
-    assert worst.name == "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c" and round(worst.zigzag_error_pct, 1) == 22.0
+    assert worst.name == "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c"
+    assert round(worst.zigzag_error_pct, 1) == 22.0
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
     assert misses == ["256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c",
                       "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @512B/c"]
