@@ -209,6 +209,27 @@ ZIGZAG_CONFIG = 4
 # Its earlier runs (configuration 2-4, ZigZag's default datapath) are kept in the file as ``zigzag_v4``.
 ZIGZAG_CONFIG_FINAL = 5
 
+# Configuration 6 (session 21): ZigZag's mapping search LOMA merges a case's loop prime factors into at most
+# ``lpf_limit`` loops (6, its default, in every configuration above), which cannot express some schedules
+# (4x16 ``gpt2-xl.qkv`` M = 2^7: no 32-row pass; docs/chip-validation.md "Item 1d"). The latency reference
+# is the fastest run ZigZag finds at lpf_limit 6 and at lpf_limit 8 (the same rule as the port
+# configurations: the fastest of a fixed set). The lpf-8 runs (key "zigzag<config>/lpf=8", the lpf-6 run's
+# key otherwise) are made for the cases ``lpf8_case`` selects, every orientation and port configuration
+# the case runs, at most LPF8_TIMEOUT_S seconds each (lpf 8 takes ~5x lpf 6's time; a run that does not
+# finish keeps the lpf-6 reference, an upper bound). The lpf-6 reference stays in the file as ``zigzag_lpf6``.
+ZIGZAG_CONFIG_LPF = 6
+LPF_DEEP = 8
+LPF8_TIMEOUT_S = 60.0
+LPF8_MAX_GLB_BYTES_PER_CYCLE = 64  # the one-bank GLBs (GLB_ORGANISATION): one port configuration each
+
+
+def lpf8_case(case: dict) -> bool:
+    """The cases that get lpf-8 runs: those whose GLB is one bank (8-64 B/cycle: one port configuration, two
+    runs), chosen by run time before any lpf-8 result was compared with phaze, the same rule for every case.
+    The banked cases (512 and 4096 B/cycle: up to ten runs, ~10-60 s each at lpf 8) keep the lpf-6 reference."""
+    return case["glb_bytes_per_cycle"] <= LPF8_MAX_GLB_BYTES_PER_CYCLE and not sums_final_in_array(case)
+
+
 # The port configurations of a banked GLB ZigZag runs (configuration 4): "row" = the row rule of
 # configuration 3 (the input port gets the banks one input row needs), "one" = one shared port of all the
 # banks (configuration 2's), "i/d" = the input port gets i/d of the banks (rounded, at least one bank, at
@@ -527,7 +548,8 @@ def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float,
     return json.loads(last)
 
 
-def _key(tool: str, stream: str, case: dict, split: str = "row", default_datapath: bool = False) -> str:
+def _key(tool: str, stream: str, case: dict, split: str = "row", default_datapath: bool = False,
+         lpf: int | None = None) -> str:
     """Cache key of one tool run. A ZigZag key names its configuration's version and, for the splits of
     configuration 4 (and 5), the GLB ports (splits that give the same ports share one run);
     ``default_datapath``: a configuration-5 case's run with ZigZag's O_final accumulator (its key of 2-4)."""
@@ -537,6 +559,8 @@ def _key(tool: str, stream: str, case: dict, split: str = "row", default_datapat
     name = f"zigzag{_zigzag_config(case, split, default_datapath)}"
     if split != "row":
         name += "/ports=" + "+".join(map(str, glb_ports(case, split)))
+    if lpf is not None:  # configuration 6: a run at another LOMA lpf_limit than ZigZag's default 6
+        name += f"/lpf={lpf}"
     return f"{name}|{stream}|{json.dumps(case, sort_keys=True)}"
 
 
@@ -570,7 +594,15 @@ def _seed(cache: dict, panel_file: str, panel: list[dict]) -> int:
         # the runs the file records as the case's reference (zigzag, its row rule zigzag_v3) and, for a case
         # of configuration 5, its runs of ZigZag's default datapath (zigzag_v4, with its row rule under "row";
         # a file from before configuration 5 holds them as the reference), each under its configuration's key
-        records = [(old.get("zigzag_v3") or old.get("zigzag") or {}, old.get("zigzag") or {})]
+        # (configuration 6: the lpf-6 runs' best is ``zigzag_lpf6`` when the case has lpf-8 runs)
+        records = [(old.get("zigzag_v3") or old.get("zigzag") or {}, old.get("zigzag_lpf6") or old.get("zigzag") or {})]
+        for sp, by_stream in ((old.get("zigzag") or {}).get("lpf8") or {}).items():  # configuration 6's lpf-8 runs
+            for st, cyc in by_stream.items():
+                key = _key("zigzag", st, c, sp, lpf=LPF_DEEP)
+                if key not in cache and isinstance(cyc, (int, float)):
+                    cache[key] = {"cycles": cyc, "config": _zigzag_config(c, sp), "split": sp, "stream": st,
+                                  "lpf_limit": LPF_DEEP, "seeded": "a stored lpf-8 run's cycles"}
+                    n += 1
         if "zigzag_v4" in old:
             records.append((old["zigzag_v4"].get("row") or {}, old["zigzag_v4"]))
         for row, best in records:
@@ -670,6 +702,8 @@ def main() -> int:
     ap.add_argument("--tools", default="zigzag,scalesim", help="comma-separated tools to run (default both)")
     ap.add_argument("--timeout", type=float, default=600.0, help="seconds per tool run (SCALE-Sim is "
                     "cycle-by-cycle: its long cases may not finish; they are stored as not run)")
+    ap.add_argument("--no-lpf8", action="store_true", help="skip configuration 6's lpf-8 runs (the reference "
+                    "is then lpf 6's where none is cached)")
     ap.add_argument("--retry-errors", action="store_true", help="rerun cached runs that failed or timed out")
     ap.add_argument("-o", "--output", default=str(OUT))
     args = ap.parse_args()
@@ -706,15 +740,29 @@ def main() -> int:
                         key = _key(tool, stream, c, split, dd)
                         if key not in cache or (args.retry_errors and "error" in cache[key]):
                             jobs.append((key, py, tool, c, stream, split, dd))
+    deep = []
+    if "zigzag" in tools and not args.no_lpf8:  # configuration 6's lpf-8 runs, after the others
+        for c in panel:
+            if lpf8_case(c):
+                for split in _distinct_splits(c):
+                    for stream in ("m", "n"):
+                        key = _key("zigzag", stream, c, split, lpf=LPF_DEEP)
+                        if key not in cache or (args.retry_errors and "error" in cache[key]):
+                            deep.append((key, args.zigzag_python, "zigzag", dict(c, zigzag_lpf_limit=LPF_DEEP),
+                                         stream, split, False))
+        jobs += sorted(deep, key=lambda j: _work(j[3]))  # the cheapest first
     if args.seed_from:  # cases the seed file does not hold first (its cases' runs are mostly reruns)
         held = {c["name"] for c in json.loads(Path(args.seed_from).read_text())["cases"]}
-        jobs.sort(key=lambda j: j[3]["name"] in held)
+        jobs.sort(key=lambda j: ("zigzag_lpf_limit" in j[3], j[3]["name"] in held))
     print(f"{len(panel)} cases, {len(jobs)} tool runs to do", flush=True)
     lock = threading.Lock()
 
     def one(job):
         key, py, tool, c, stream, split, dd = job
-        res = _run_tool(py, tool, c, stream, args.timeout, split, dd)
+        deep = "zigzag_lpf_limit" in c
+        res = _run_tool(py, tool, c, stream, min(args.timeout, LPF8_TIMEOUT_S) if deep else args.timeout, split, dd)
+        if deep and "error" not in res:
+            res["lpf_limit"] = c["zigzag_lpf_limit"]
         with lock:
             cache[key] = res
             cache_path.write_text(json.dumps(cache))
@@ -739,9 +787,22 @@ def main() -> int:
             # like phaze, the compiler may swap the operand roles: the faster orientation counts (ZigZag runs
             # both; SCALE-Sim, a cycle-by-cycle simulator, only the M-streamed one to bound its run time); and
             # for ZigZag the fastest static split of a banked GLB (configuration 4, glb_ports)
+            # configuration 6: the lpf-8 runs of the case (if any) beside the lpf-6 ones; the fastest of both
+            deep_runs = ({sp: {s: cache.get(_key(tool, s, c, sp, lpf=LPF_DEEP), {"error": "not run"}) for s in streams}
+                          for sp in splits} if tool == "zigzag" and not dd and lpf8_case(c) else {})
+            deep_ok = {(sp, s): r for sp, by in deep_runs.items() for s, r in by.items() if "error" not in r}
             if ok:
                 best = min(ok, key=lambda k: ok[k]["cycles"])
                 row[name] = dict(ok[best], **({"split": best[0]} if tool == "zigzag" else {}))
+                if deep_runs:
+                    lpf6 = dict(row[name], lpf_limit=6)
+                    best8 = min(deep_ok, key=lambda k: deep_ok[k]["cycles"]) if deep_ok else None
+                    if best8 and deep_ok[best8]["cycles"] < ok[best]["cycles"]:
+                        row[name] = dict(deep_ok[best8], split=best8[0])
+                    else:
+                        row[name] = dict(lpf6)
+                    row[name]["lpf8"] = {sp: {s: (r.get("cycles") if "error" not in r else r["error"])
+                                              for s, r in by.items()} for sp, by in deep_runs.items()}
             else:
                 row[name] = {"error": next(iter(runs.values()))["error"]}
             row[name]["orientations"] = {s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s),
@@ -758,6 +819,13 @@ def main() -> int:
                     row[name]["row"] = v3
                 else:
                     row["zigzag_v3"] = v3
+                if deep_runs and ok:  # the lpf-6 reference (configuration 4 / 5's rule), kept
+                    row["zigzag_lpf6"] = dict(lpf6, splits=row[name]["splits"], orientations={
+                        s: min((r["cycles"] for (sp, s2), r in ok.items() if s2 == s), default=None)
+                        for s in streams})
+                    row[name]["orientations"] = {s: min([r["cycles"] for (sp, s2), r in list(ok.items()) +
+                                                         list(deep_ok.items()) if s2 == s], default=None)
+                                                 for s in streams}
         rows.append(row)
     doc = {
         "description": "GEMM panel for `phaze validate --chip`: one tensor core with phaze's on-chip hierarchy "

@@ -101,9 +101,15 @@ def test_stored_panel_is_complete_and_plausible():
         assert zz["cycles"] >= zz["ideal_cycles"] >= macs * (1 - 1e-9), c["name"]
         assert zz["cycles"] == min(v for v in zz["orientations"].values() if v)
         # configuration 4: the fastest of the static splits run (a one-bank GLB has only the one port), so
-        # never slower than configuration 3's row rule, which is one of them
+        # never slower than configuration 3's row rule, which is one of them; configuration 6: the fastest
+        # of those at LOMA lpf_limit 6 and of the lpf-8 runs (one-bank-GLB cases; lpf-6 best kept)
         splits = zz["splits"]
-        assert zz["cycles"] == min(v for o in splits.values() for v in o.values() if v), c["name"]
+        lpf6 = c.get("zigzag_lpf6", zz)
+        assert ("zigzag_lpf6" in c) == ("lpf8" in zz) == (c["glb_bytes_per_cycle"] <= 64 and c["k"] > c["rows"])
+        assert lpf6["cycles"] == min(v for o in splits.values() for v in o.values() if v), c["name"]
+        deep = [v for o in zz.get("lpf8", {}).values() for v in o.values() if isinstance(v, float)]
+        assert zz["cycles"] == min([lpf6["cycles"], *deep]), c["name"]
+        assert zz.get("lpf_limit", 6) == (8 if zz["cycles"] < lpf6["cycles"] else 6), c["name"]
         assert "row" in splits and (len(splits) == 1 or c["glb_bytes_per_cycle"] >= 512), c["name"]
         # a banked GLB runs the set (an accumulator-bound case the row rule and one port, which may coincide)
         assert len(splits) >= 1 + (c["glb_bytes_per_cycle"] >= 512 and "accumulator_bytes_per_cycle" not in c)
@@ -142,29 +148,31 @@ def _goal_reason() -> str:
     return (f"{LATENCY_GOAL.source} goal vs ZigZag ({LATENCY_GOAL.text()}) not met: mean |error| "
             f"{r.zigzag_mean_abs_pct:.1f}%, max {r.zigzag_max_abs_pct:.1f}% over {r.zigzag_cases} cases, "
             f"{r.zigzag_within_goal} within; worst {worst.name}: phaze {worst.phaze_cycles:,.0f} vs ZigZag "
-            f"{worst.zigzag_cycles:,.0f} cycles (ZigZag cannot express shared GLB banks: docs/chip-validation.md, "
-            f"'The one miss, by hand'). Remove this marker when the test passes")
+            f"{worst.zigzag_cycles:,.0f} cycles (docs/chip-validation.md, the goal paragraph and "
+            f"'128x64 by hand'). Remove this marker when the test passes")
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 3.4% mean, 22.1% max over 96 cases, 92 within 15%;
-    the worst `4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c` at -22.1% (input staging, issue 34 item 1d). The
-    K <= R scores cases are against configuration 5 (ZigZag's accumulator holding the fp32 sums phaze's
-    does); the two 256x256 short slices are over because ZigZag hides its one-period final read-out of the
-    accumulator in the computation's spare port bandwidth (docs/chip-validation.md, "128x64 by hand").
+    """README's trust table and docs/chip-validation.md: 2.5% mean, 22.0% max over 96 cases, 94 within 15%;
+    the worst the 256x256 short slice at 4096 B/cycle at +22.0%, over because ZigZag hides its one-period
+    final read-out of the accumulator in the computation's spare port bandwidth (docs/chip-validation.md,
+    "128x64 by hand"); the same slice at 512 B/cycle is the other miss. The reference is configuration 6
+    (session 21): the fastest of ZigZag's runs at LOMA lpf_limit 6 and 8 for the one-bank-GLB cases (which
+    brought the 4x16 cases of item 1d within 0.1%), at lpf_limit 6 for the banked ones; the K <= R scores
+    cases against configuration 5 (ZigZag's accumulator holding the fp32 sums phaze's does).
     A change of any of these (better or worse) must update the docs; the goal itself is the strict xfail below."""
-    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 92)
-    assert round(report.zigzag_mean_abs_pct, 1) == 3.4 and round(report.zigzag_max_abs_pct, 1) == 22.1
+    assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 94)
+    assert round(report.zigzag_mean_abs_pct, 1) == 2.5 and round(report.zigzag_max_abs_pct, 1) == 22.0
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
-    assert worst.name == "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c" and round(worst.zigzag_error_pct, 1) == -22.1
+    assert worst.name == "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c"
+    assert round(worst.zigzag_error_pct, 1) == 22.0
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
     assert misses == ["256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c",
-                      "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @512B/c",
-                      "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @16B/c", "4x16 gpt2-xl.qkv mb1 M/8/K/25/N/75 @8B/c"]
+                      "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @512B/c"]
     assert not report.goal_met
 
 
-# Not met today (one case), so an unconditional strict xfail: the day the goal is met this test passes, the
+# Not met today (two cases), so an unconditional strict xfail: the day the goal is met this test passes, the
 # strict marker turns that into a failure, and the marker must be removed (and the README's trust table updated).
 @pytest.mark.xfail(strict=True, reason=_goal_reason())
 def test_goal_every_case_within_15pct_of_zigzag_mean_within_5pct(report):
