@@ -193,27 +193,44 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
             for z in z_values:
                 static_total = tot.sharded_static_bytes(z, r)
                 tr = traffic / r if z else traffic
-                if mixed:  # p >= 2 only, every p at once
-                    ps = np.arange(2, p_max + 1)
-                    if use_all_devices:
-                        ps = ps[ps * t * r == N]
-                    for v in v_values:
-                        pv = ps if v == 1 else ps[(L % (ps * v) == 0) & (m % ps == 0)]
-                        counts.mixed_considered += len(pv)
-                        pv = pv[(static_total + act_total) / pv <= cap]  # the model's memory spreads over p
-                        sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pv.tolist()])
-                                if r > 1 and with_sync and len(pv) else 0.0)
-                        mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pv.tolist()])
-                               if z >= 2 and r > 1 and len(pv) else 0.0)
-                        lbs = lower_bound_s(cb, L, pv, v, m, pf, pb, tr, device.hbm_Bps, sync, mbc)
-                        for p, lb in zip(pv.tolist(), np.atleast_1d(lbs).tolist()):
-                            if lb < cutoff_s:
-                                combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+                if mixed:  # p >= 2 only
+                    _mixed_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb,
+                                        tr, device.hbm_Bps, static_total + act_total, grads_total, weights_total,
+                                        rho, v_values, use_all_devices, with_sync, cutoff_s)
                     continue
                 _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr,
                                       device.hbm_Bps, static_total, act_total, grads_total, weights_total, rho,
                                       v_values, use_all_devices, cutoff_s)
     return combos
+
+
+def _mixed_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr, hbm_Bps,
+                        model_bytes, grads_total, weights_total, rho, v_values, use_all_devices, with_sync,
+                        cutoff_s) -> None:
+    """``enumerate_combinations``' per-stage recompute combinations of one group of settings at one (d, ZeRO
+    stage): every legal (p >= 2, v) whose model memory can spread over p and whose bound is below
+    ``cutoff_s``, v-major, with that bound (all pairs at once, numpy)."""
+    ps = np.arange(2, p_max + 1)
+    if use_all_devices:
+        ps = ps[ps * t * r == N]
+    if not len(ps):
+        return
+    legal = np.array([np.ones(len(ps), bool) if v == 1 else (L % (ps * v) == 0) & (m % ps == 0)
+                      for v in v_values])  # [v, p]
+    counts.mixed_considered += int(legal.sum())
+    keep = legal & (model_bytes / ps <= cap)[None]  # the model's memory spreads over p
+    vi, pi = np.nonzero(keep)  # v-major
+    if not len(pi):
+        return
+    pk, vk = ps[pi], np.asarray(v_values)[vi]
+    sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pk.tolist()])
+            if r > 1 and with_sync else 0.0)
+    mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pk.tolist()])
+           if z >= 2 and r > 1 else 0.0)
+    lbs = np.atleast_1d(lower_bound_s(cb, L, pk, vk, m, pf, pb, tr, hbm_Bps, sync, mbc)).tolist()
+    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs):
+        if lb < cutoff_s:
+            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
 
 
 def _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr, hbm_Bps,
