@@ -63,6 +63,29 @@ def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident
     return d, (B, h)  # at (B, h) only the HBM term changed, to exactly the busy time
 
 
+# Per process: the modes of ops already costed on a chip. A layer's graphs repeat ops (a recomputing backward
+# pass repeats the forward's; the settings of one (microbatch, t) share most shapes), and an op's cost depends
+# on its shape and kind, the chip, the core count and whether the layer's activations stay in the GLB, not on
+# its name. Cleared at this many entries (a co-search visits chips one after another).
+_OP_MEMO: dict = {}
+OP_MEMO_MAX_ENTRIES = 50_000
+
+
+def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident: bool) -> dict:
+    """{cores: op_rates(...)} for every core count of ``core_modes(cap)``, memoized by the op's cost fields."""
+    from dataclasses import replace
+
+    from phaze.cost import core_modes
+
+    key = (replace(op, name=""), accelerator, kind, cap, resident)
+    out = _OP_MEMO.get(key)
+    if out is None:
+        if len(_OP_MEMO) >= OP_MEMO_MAX_ENTRIES:
+            _OP_MEMO.clear()
+        out = _OP_MEMO[key] = {k: op_rates(op, accelerator, arch, kind, k, resident) for k in core_modes(cap)}
+    return out
+
+
 def build_problem(graph: LayerGraph, accelerator: Accelerator,
                   tp_tier: NetworkTier | None = None) -> ScheduleProblem:
     """Each op's duration on every core count of ``core_modes`` (dominated modes dropped); on a chip with the
@@ -87,7 +110,7 @@ def build_problem(graph: LayerGraph, accelerator: Accelerator,
                 for k in core_modes(cap))
             ops.append(SchedOp(op.name, kind, modes))
             continue
-        costed = {k: op_rates(op, accelerator, arch, kind, k, resident) for k in core_modes(cap)}
+        costed = _op_modes(op, accelerator, arch, kind, cap, bool(_first(resident)))
         modes = prune_modes((k, d) for k, (d, _) in costed.items())
         ops.append(SchedOp(op.name, kind, modes, tuple(costed[k][1] for k, _ in modes)))
     glb, hbm = supply_Bps(arch) if shared else (np.zeros(1), np.zeros(1))

@@ -395,6 +395,10 @@ def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: A
     floor = floor_costs({x[2].setting.recompute: x[2] for x in parts})
     if net is not None:
         arch, cluster = net.base, net.fastest  # arch: the HBM bandwidth only, the same for every chip
+        # a chip's candidates on networks whose tensor-parallel tier is the same have the same lower times
+        # (every candidate at t = 1): the bound of each distinct column once
+        lower, back = np.unique(lower, axis=1, return_inverse=True)
+        return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2)[:, back.reshape(-1)])
     return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2))
 
 
