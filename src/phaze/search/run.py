@@ -121,9 +121,10 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers
     it lands (one transaction per batch)."""
     pending: dict[cf.Future, list[int]] = {}
     batch = 1
+    back = False  # a result came back: until then one chip at a time (it sets the incumbent the rest prune by)
     try:
         while True:
-            while len(pending) < max(2, 2 * workers):
+            while len(pending) < (max(2, 2 * workers) if back or bb.incumbent > 0 else 1):
                 tasks = bb.next_tasks(store, batch)
                 if not tasks:
                     break
@@ -134,6 +135,7 @@ def _explore(bb: BranchAndBound, store: Store, executor, prog: Progress, workers
             for f in sorted(finished, key=lambda f: pending[f][0]):
                 chips = pending.pop(f)
                 results = f.result()
+                back = True
                 bb.absorb_many(list(zip(chips, results)), store)
                 ruled_out = all(r.status == "bounded" for rs in results for r in rs)
                 batch = min(MAX_BATCH, 2 * batch) if ruled_out else 1
