@@ -145,8 +145,7 @@ class BranchAndBound:
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms},
                             base_chip=int(self.cands.chip_index[c]) if self.clusters else -1,
-                            network=self.cands.network(c) if self.clusters else None,
-                            batch_incumbent=self.prune and not self.pareto)
+                            network=self.cands.network(c) if self.clusters else None)
         return None
 
     def absorb_many(self, finished: list[tuple[int, list[ChipResult]]], store: Store) -> None:

@@ -73,9 +73,6 @@ class ChipTask:
     # batch's candidates of one chip bound each other (``evaluate_chips``); -1 / None without an axis
     base_chip: int = -1
     network: object = None
-    # the best exact score of the chips before it in its batch may raise its incumbent (single-objective
-    # search: the incumbent is the best score; not for an exact Pareto front, whose threshold is per area)
-    batch_incumbent: bool = False
 
 
 @dataclass(frozen=True)
@@ -314,14 +311,10 @@ def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
     With a network axis the batch holds a chip's candidates together, fastest network first, and a candidate
     whose chip was already evaluated on a network at least as fast (``at_least_as_fast``: no plan is slower
     there) is bounded by that result at each HBM size (``sibling_bounds``): one evaluation rules out a chip on
-    all its slower networks. With ``batch_incumbent`` a task's incumbent is the best exact score found before
-    it in the batch when that is higher (the parent's incumbent when the batch was sent is often stale)."""
+    all its slower networks."""
     out: list[list[ChipResult]] = []
     seen: list[tuple[ChipTask, list[ChipResult]]] = []
-    best = 0.0  # the best exact score of the batch so far
     for t in tasks:
-        if t.batch_incumbent and best > t.incumbent_score:
-            t = replace(t, incumbent_score=best)
         bound = sibling_bounds(t, seen)
         cut = tuple(g for g in t.hbm_gib if bound.get(g, math.inf) < t.incumbent_score * (1 - TIE_RTOL))
         rest = tuple(g for g in t.hbm_gib if g not in cut)
@@ -329,7 +322,6 @@ def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
             + [ChipResult(t.index, g, "bounded", bound[g], (), 0, 0) for g in cut]
         results.sort(key=lambda r: -r.hbm_gib)
         out.append(results)
-        best = max([best] + [r.score for r in results if r.status == "exact"])
         if t.network is not None:
             seen.append((t, results))
     return out
