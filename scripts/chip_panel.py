@@ -220,14 +220,14 @@ ZIGZAG_CONFIG_FINAL = 5
 ZIGZAG_CONFIG_LPF = 6
 LPF_DEEP = 8
 LPF8_TIMEOUT_S = 60.0
-LPF8_MAX_GLB_BYTES_PER_CYCLE = 64  # the one-bank GLBs (GLB_ORGANISATION): one port configuration each
 
 
 def lpf8_case(case: dict) -> bool:
-    """The cases that get lpf-8 runs: those whose GLB is one bank (8-64 B/cycle: one port configuration, two
-    runs), chosen by run time before any lpf-8 result was compared with phaze, the same rule for every case.
-    The banked cases (512 and 4096 B/cycle: up to ten runs, ~10-60 s each at lpf 8) keep the lpf-6 reference."""
-    return case["glb_bytes_per_cycle"] <= LPF8_MAX_GLB_BYTES_PER_CYCLE and not sums_final_in_array(case)
+    """The cases that get lpf-8 runs: every case (every orientation and port configuration it runs), the
+    same rule for all. (Session 21's first landing ran the 52 one-bank-GLB cases only, chosen by run time.)
+    A case whose sums are final in the array (K <= R) runs lpf 8 with configuration 5's accumulator (half
+    the port and capacity bits), as its lpf-6 reference does: ``zigzag_case`` gives it from the case."""
+    return True
 
 
 # The port configurations of a banked GLB ZigZag runs (configuration 4): "row" = the row rule of
