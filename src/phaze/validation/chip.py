@@ -8,7 +8,7 @@ GEMM goes through ``phaze.cost.gemm_latency_s`` as it is; cycles = latency x clo
 
 Goal (issue 10): every case within 15% of ZigZag's latency (memory stalls included), mean within 5%.
 ZigZag's reference for a banked GLB is the fastest of a fixed set of static splits of its banks
-(configuration 4 of the script), and for the one-bank-GLB cases the fastest of ZigZag's mapping search at
+(configuration 4 of the script), and for every case the fastest of ZigZag's mapping search at
 LOMA lpf_limit 6 and 8 (configuration 6; their lpf-6 reference is kept as ``zigzag_lpf6``); the file also
 keeps the reference of configuration 3 (the row rule alone at lpf 6, ``zigzag_v3``), reported beside it.
 """
