@@ -190,62 +190,83 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
             else:
                 pf, pb = shared.least_sends(c, t, r)
             p_max = min(L + 2, N // (t * r))
+            ps = np.arange(1, p_max + 1)
+            if use_all_devices:
+                ps = ps[ps * t * r == N]
+            if not len(ps):
+                continue
             for z in z_values:
                 static_total = tot.sharded_static_bytes(z, r)
-                tr = traffic / r if z else traffic
+                at = _At(s, c, cb, d, z, m, t, r, L, pf, pb, traffic / r if z else traffic, device.hbm_Bps,
+                         grads_total, weights_total, rho)
                 if mixed:  # p >= 2 only
-                    _mixed_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb,
-                                        tr, device.hbm_Bps, static_total + act_total, grads_total, weights_total,
-                                        rho, v_values, use_all_devices, with_sync, cutoff_s)
-                    continue
-                _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr,
-                                      device.hbm_Bps, static_total, act_total, grads_total, weights_total, rho,
-                                      v_values, use_all_devices, cutoff_s)
+                    _mixed_combinations(combos, counts, shared, at, ps, cap, static_total + act_total, v_values,
+                                        with_sync, cutoff_s)
+                else:
+                    _uniform_combinations(combos, counts, shared, at, ps, cap, static_total, act_total, v_values,
+                                          cutoff_s)
     return combos
 
 
-def _mixed_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr, hbm_Bps,
-                        model_bytes, grads_total, weights_total, rho, v_values, use_all_devices, with_sync,
-                        cutoff_s) -> None:
-    """``enumerate_combinations``' per-stage recompute combinations of one group of settings at one (d, ZeRO
-    stage): every legal (p >= 2, v) whose model memory can spread over p and whose bound is below
-    ``cutoff_s``, v-major, with that bound (all pairs at once, numpy)."""
-    ps = np.arange(2, p_max + 1)
-    if use_all_devices:
-        ps = ps[ps * t * r == N]
+class _At(NamedTuple):
+    """One (setting or per-stage group, d, ZeRO stage) of ``enumerate_combinations``: what its combinations'
+    bounds need."""
+    s: TrainSetting
+    c: object  # the costs to solve with (LayerCosts, or {mode: LayerCosts})
+    cb: LayerCosts  # the costs to bound with
+    d: int
+    z: int
+    m: int
+    t: int
+    r: int
+    L: int
+    pf: float
+    pb: float
+    tr: float
+    hbm_Bps: float
+    grads_total: float
+    weights_total: float
+    rho: float
+
+
+def _emit(combos: list, shared: _Shared, at: _At, pk: np.ndarray, vk: np.ndarray, with_sync: bool,
+          cutoff_s: float) -> None:
+    """Append the (p, v) pairs ``pk``, ``vk`` of ``at`` whose lower bound is below ``cutoff_s``, in order."""
+    t, r, z = at.t, at.r, at.z
+    sync = (np.array([shared.sync_of(t, r, p, z, at.grads_total, at.weights_total) for p in pk.tolist()])
+            if r > 1 and with_sync else 0.0)
+    mbc = (np.array([shared.mb_floor(t, r, p, z, at.grads_total, at.rho) for p in pk.tolist()])
+           if z >= 2 and r > 1 else 0.0)
+    lbs = np.atleast_1d(lower_bound_s(at.cb, at.L, pk, vk, at.m, at.pf, at.pb, at.tr, at.hbm_Bps, sync, mbc))
+    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs.tolist()):
+        if lb < cutoff_s:
+            combos.append(Combination(lb, len(combos), at.s, at.c, at.d, p, v, z, at.m))
+
+
+def _mixed_combinations(combos, counts, shared, at: _At, ps: np.ndarray, cap: float, model_bytes: float, v_values,
+                        with_sync: bool, cutoff_s: float) -> None:
+    """``enumerate_combinations``' per-stage recompute combinations of ``at`` (a group of settings): every legal
+    (p >= 2 of ``ps``, v) whose model memory can spread over p and whose bound is below ``cutoff_s``, v-major."""
+    ps = ps[ps >= 2]
     if not len(ps):
         return
-    legal = np.array([np.ones(len(ps), bool) if v == 1 else (L % (ps * v) == 0) & (m % ps == 0)
+    legal = np.array([np.ones(len(ps), bool) if v == 1 else (at.L % (ps * v) == 0) & (at.m % ps == 0)
                       for v in v_values])  # [v, p]
     counts.mixed_considered += int(legal.sum())
     keep = legal & (model_bytes / ps <= cap)[None]  # the model's memory spreads over p
     vi, pi = np.nonzero(keep)  # v-major
-    if not len(pi):
-        return
-    pk, vk = ps[pi], np.asarray(v_values)[vi]
-    sync = (np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pk.tolist()])
-            if r > 1 and with_sync else 0.0)
-    mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pk.tolist()])
-           if z >= 2 and r > 1 else 0.0)
-    lbs = np.atleast_1d(lower_bound_s(cb, L, pk, vk, m, pf, pb, tr, hbm_Bps, sync, mbc)).tolist()
-    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs):
-        if lb < cutoff_s:
-            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+    if len(pi):
+        _emit(combos, shared, at, ps[pi], np.asarray(v_values)[vi], with_sync, cutoff_s)
 
 
-def _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max, N, L, cap, pf, pb, tr, hbm_Bps,
-                          static_total, act_total, grads_total, weights_total, rho, v_values,
-                          use_all_devices, cutoff_s) -> None:
-    """``enumerate_combinations``' combinations of one setting (one recompute mode) at one (d, ZeRO stage):
-    every valid (p, v) whose bound is below ``cutoff_s``, p-major, with that bound (all pairs at once, numpy)."""
-    ps = np.arange(1, p_max + 1)
-    if use_all_devices:
-        ps = ps[ps * t * r == N]
-    if not len(ps):
-        return
-    tied = st.tied_static_bytes(cb, z, r)
+def _uniform_combinations(combos, counts, shared, at: _At, ps: np.ndarray, cap: float, static_total: float,
+                          act_total: float, v_values, cutoff_s: float) -> None:
+    """``enumerate_combinations``' combinations of ``at`` (one setting, one recompute mode): every valid (p of
+    ``ps``, v) whose bound is below ``cutoff_s``, p-major, with that bound (all pairs at once, numpy)."""
+    L, m = at.L, at.m
+    tied = st.tied_static_bytes(at.cb, at.z, at.r)
     need = (static_total - np.where(ps == 1, tied, 0.0) + act_total) / ps
-    vkey = (p_max, t * r if use_all_devices else 0, m, L, tuple(v_values))
+    vkey = (len(ps), int(ps[0]), int(ps[-1]), m, L, tuple(v_values))
     valid = shared.valid.get(vkey)
     if valid is None:  # [v, p]: which (p, v) are legal depends on few numbers, shared by many combinations
         valid = shared.valid[vkey] = np.array([np.ones(len(ps), bool) if v == 1 else
@@ -259,22 +280,12 @@ def _uniform_combinations(combos, counts, shared, s, c, cb, d, z, m, t, r, p_max
     if need[k] < counts.min_need:
         counts.min_need, counts.min_need_parts = float(need[k]), ((need[k] * ps[k] - act_total) / ps[k],
                                                                   act_total / ps[k])
-        counts.seq_len = s.seq_len
+        counts.seq_len = at.s.seq_len
     keep = valid & (need <= cap)[None]  # the memory of the whole model can spread over p devices
     vi, pi = np.nonzero(keep.T)[::-1]  # the (v, p) pairs, p-major (numpy's row order of the transpose)
-    if not len(pi):
-        return
-    pk = ps[pi]
-    vk = np.asarray(v_values)[vi]
-    sync = 0.0
-    if r > 1:
-        sync = np.array([shared.sync_of(t, r, p, z, grads_total, weights_total) for p in pk.tolist()])
-    mbc = (np.array([shared.mb_floor(t, r, p, z, grads_total, rho) for p in pk.tolist()])
-           if z >= 2 and r > 1 else 0.0)
-    lbs = np.atleast_1d(lower_bound_s(cb, L, pk, vk, m, pf, pb, tr, hbm_Bps, sync, mbc)).tolist()
-    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs):
-        if lb < cutoff_s:
-            combos.append(Combination(lb, len(combos), s, c, d, p, v, z, m))
+    if len(pi):
+        _emit(combos, shared, at, ps[pi], np.asarray(v_values)[vi], True, cutoff_s)
+
 
 def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: DeviceSpec, shared: _Shared,
                       cutoff_s: float, counts: _Counts) -> Candidate | None:
