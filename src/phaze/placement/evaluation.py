@@ -69,23 +69,23 @@ def _layer_counts(r: tuple[int, int], n_layers: int) -> tuple[int, int, int]:
     return e, b - a - e - h, h
 
 
-def _chunk(c: LayerCosts, e: int, nb: int, h: int, fields, topo) -> tuple:
-    """One chunk's figures for ``evaluate_costs``: its sums of ``fields`` (floats; a missing expert-sharded
+_SUM_FIELDS = ("fwd_s", "bwd_s", "params", "weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes",
+               "zero1_optimizer_bytes", "moe_a2a_s", "moe_imbalance_s", "moe_host_s")
+
+
+def _chunk(c: LayerCosts, e: int, nb: int, h: int, topo) -> tuple:
+    """One chunk's figures for ``evaluate_costs``: its sums of ``_SUM_FIELDS`` (floats; a missing expert-sharded
     optimizer figure is the plain one), activation, working and largest-layer bytes, and the time of its
     forward send out and backward send in (whether it sends depends on its place, decided by the caller)."""
     s = st.stage_sums(c, e, nb, h)
     sums_of = {}
-    for f in fields:
+    for f in _SUM_FIELDS:
         x = getattr(s, f)
         sums_of[f] = float(s.optimizer_bytes if x is None else x)  # (None: no expert sharding)
     out_s = float(st.send_s(c, st.boundary_out_bytes(c, nb, h), topo.pp_tier, topo.tp_tier))
     in_s = float(st.send_s(c, st.boundary_in_bytes(c, e, nb), topo.pp_tier, topo.tp_tier))
     return (sums_of, float(s.activation_bytes), float(s.working_bytes), float(s.largest_layer_weight_bytes),
             out_s, in_s)
-
-
-_SUM_FIELDS = ("fwd_s", "bwd_s", "params", "weight_bytes", "grad_bytes", "optimizer_bytes", "activation_bytes",
-               "zero1_optimizer_bytes", "moe_a2a_s", "moe_imbalance_s", "moe_host_s")
 
 
 def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int, d: int, overlap_dp: bool,
@@ -102,7 +102,7 @@ def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int
         has_e, has_h = has_e or bool(e), has_h or bool(h)
         x = chunks.get((mode, e, nb, h))
         if x is None:  # the chunks of a balanced plan repeat a few layer counts: each is summed once
-            x = chunks[(mode, e, nb, h)] = _chunk(c, e, nb, h, _SUM_FIELDS, topo)
+            x = chunks[(mode, e, nb, h)] = _chunk(c, e, nb, h, topo)
         sums_of, act, work, big, out_s, in_s = x
         chunk_act.append(act)
         for f, val in sums_of.items():
