@@ -120,7 +120,7 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
                         *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
                         cp_tier: NetworkTier | None = None, moe_net=None) -> LayerCosts:
     """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
-    layer kind. Cached by content: (model, accelerator, setting, tier, time model, optimizer). ``optimizer``:
+    layer kind. Cached by content: (model, accelerator, setting, tiers, time model, optimizer, schedule budget). ``optimizer``:
     None takes the setting's runtime's. An MoE model's collectives outside the TP group run on ``moe_net``
     (``phaze.cost.moe.MoeNetwork``; ``moe_network`` builds it), and its block is the mean of its MoE and dense
     blocks (``phaze.placement.moe_costs``)."""
@@ -140,7 +140,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
                           f"model); on {accelerator.name} (scheduled per-layer) use --ep 1 --etp 1")
     if expert_groups and moe_net is None:
         raise ConfigError("an MoE model with expert parallelism needs the network of its expert groups (moe_net)")
-    key = (model, accelerator, setting, tier, tm, optimizer, cp_tier, moe_net)
+    # the schedule budget is part of what a scheduled cost is (a short budget may leave a layer unproven)
+    key = (model, accelerator, setting, tier, tm, optimizer, cp_tier, moe_net,
+           schedule_time_limit_s if tm == "scheduled" else None)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
