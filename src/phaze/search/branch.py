@@ -141,7 +141,10 @@ class BranchAndBound:
                                      b.units, self.plan_spaces[k])
                            for k, (b, r) in enumerate(zip(self.bounds, self.ref_tput)))
             cluster = self.clusters[int(self.cands.network_index[c])] if self.clusters else self.cluster
-            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=f"cand{c}"), hbms, models, cluster,
+            # named by its design alone: a chip's network siblings share its costed ops and layer problems
+            # (``schedule.build``'s op memo and ``exact._problem`` are keyed by the accelerator, name included)
+            name = f"chip{int(self.cands.chip_index[c])}" if self.clusters else f"cand{c}"
+            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=name), hbms, models, cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms},
                             base_chip=int(self.cands.chip_index[c]) if self.clusters else -1,
