@@ -1,6 +1,7 @@
-"""``solve`` ends on work budgets, not the clock: a layer whose proof the budget does not reach gets the same
-schedule on a machine that runs it much slower (simulated here by a clock running 20x fast). Found by CI: a
-27-op MoE block backward ran CP-SAT to the wall clock, so a loaded machine stored another throughput."""
+"""``solve`` ends on work budgets, not the clock: a layer whose proof the budgets do not reach gets the same
+schedule on a machine that runs it slower (simulated here by a clock running 4x fast, within the 10x safety
+net). Found by CI: a 27-op MoE block backward ran CP-SAT to the wall clock, so a loaded machine stored another
+throughput."""
 import dataclasses
 import time
 
@@ -29,9 +30,9 @@ def _problem():
 def test_an_unproven_layer_gets_the_same_schedule_on_a_slow_machine(monkeypatch):
     problem = _problem()
     ref = solve(problem, time_limit_s=1.0)
-    assert ref.status != "optimal" or ref.solve_time_s > 0.2  # a layer the budgets work on, not the bounds
+    assert solve(problem, time_limit_s=1.0, exact=False).status != "optimal"  # the bounds alone do not prove it
     real, t0 = time.perf_counter, time.perf_counter()
-    fast = type("FastClock", (), {"perf_counter": staticmethod(lambda: t0 + 20 * (real() - t0))})
+    fast = type("FastClock", (), {"perf_counter": staticmethod(lambda: t0 + 4 * (real() - t0))})
     monkeypatch.setattr(solver, "time", fast)
     monkeypatch.setattr(bnb, "time", fast)
     slow = solve(problem, time_limit_s=1.0)

@@ -35,7 +35,8 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
     unchanged). With shared bandwidth (``ScheduleProblem.shares_bandwidth``) the solvers' schedule is then
     re-timed so concurrent ops never draw more than the supply, or replaced by a shorter schedule that keeps
     the supply (``phaze.schedule.bandwidth.best_shared``); ``status`` stays the solvers' proof on the full-bandwidth
-    durations and ``gap`` measures the returned makespan against the lower bound. Deterministic: ``time_limit_s`` is a work budget, not a deadline: the branch and bound stops after
+    durations and ``gap`` measures the returned makespan against the lower bound.
+    Deterministic: ``time_limit_s`` is a work budget, not a deadline: the branch and bound stops after
     ``BNB_NODES_PER_S x time_limit_s`` nodes and CP-SAT (``num_workers`` subsolvers; 1 = one deterministic
     worker) after ``cpsat.DET_PER_S x time_limit_s`` deterministic-time units, which take about
     ``time_limit_s`` on this 2-core machine; the wall clock (``WALL_SAFETY x time_limit_s``) is only a
