@@ -12,7 +12,8 @@ from phaze.hardware.space import DesignSpace, enumerate_space
 from phaze.placement import optimize
 from phaze.schedule import ScheduleCache
 from phaze.search import SearchSpec, Store, run_search
-from phaze.search.bounds import bottleneck_s, min_bottleneck_s, model_bounds, plan_units
+from phaze.placement.best_first import plan_units
+from phaze.search.bounds import bottleneck_s, min_bottleneck_s, model_bounds
 from phaze.search.spec import CHIP_RUNTIME
 from phaze.units import GiB, MiB
 from phaze.workload.runtime import PAPER_RUNTIME

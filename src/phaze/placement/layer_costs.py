@@ -103,13 +103,13 @@ def resolve_time_model(time_model: str, accelerator: Accelerator) -> str:
 
 
 def _scheduled_time_s(graph, accelerator: Accelerator, tier: NetworkTier | None,
-                      time_limit_s: float, schedule_cache) -> float:
-    from phaze.schedule import build_problem, solve, solve_cached
+                      time_limit_s: float, schedule_cache, bound_only: bool = False) -> float:
+    """The layer's optimal makespan (``bound_only``: the solver's lower bound of it, from the bounds and the
+    list schedule alone, no branch and bound or CP-SAT: never above the makespan)."""
+    from phaze.schedule import build_problem, solve_cached
 
-    problem = build_problem(graph, accelerator, tier)
-    if schedule_cache is not None:
-        return float(solve_cached(problem, schedule_cache, time_limit_s).makespan_s)
-    return float(solve(problem, time_limit_s=time_limit_s).makespan_s)
+    sched = solve_cached(build_problem(graph, accelerator, tier), schedule_cache, time_limit_s, exact=not bound_only)
+    return float(sched.lower_bound_s if bound_only else sched.makespan_s)
 
 
 _CACHE: dict[tuple, LayerCosts] = {}
@@ -118,12 +118,14 @@ _CACHE: dict[tuple, LayerCosts] = {}
 def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: TrainSetting,
                         tp_tier: NetworkTier | None, time_model: TimeModel = "auto", optimizer: str | None = None,
                         *, schedule_time_limit_s: float = 5.0, schedule_cache=None,
-                        cp_tier: NetworkTier | None = None, moe_net=None) -> LayerCosts:
+                        cp_tier: NetworkTier | None = None, moe_net=None, bound_only: bool = False) -> LayerCosts:
     """Build the six layer graphs of ``setting``, time them with ``time_model`` and read the memory of each
     layer kind. Cached by content: (model, accelerator, setting, tiers, time model, optimizer, schedule budget). ``optimizer``:
     None takes the setting's runtime's. An MoE model's collectives outside the TP group run on ``moe_net``
     (``phaze.cost.moe.MoeNetwork``; ``moe_network`` builds it), and its block is the mean of its MoE and dense
-    blocks (``phaze.placement.moe_costs``)."""
+    blocks (``phaze.placement.moe_costs``). ``bound_only``: each scheduled layer's time is a lower bound of its
+    optimal makespan (no exact solve; the same memory): costs no plan can be slower under
+    (``phaze.placement.best_first``); the sequential model is exact and cheap, so it ignores the flag."""
     tm = resolve_time_model(time_model, accelerator)
     optimizer = optimizer or setting.runtime.optimizer
     tier = tp_tier if setting.tp > 1 else None
@@ -141,8 +143,9 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
     if expert_groups and moe_net is None:
         raise ConfigError("an MoE model with expert parallelism needs the network of its expert groups (moe_net)")
     # the schedule budget is part of what a scheduled cost is (a short budget may leave a layer unproven)
+    bound_only = bound_only and tm == "scheduled"
     key = (model, accelerator, setting, tier, tm, optimizer, cp_tier, moe_net,
-           schedule_time_limit_s if tm == "scheduled" else None)
+           schedule_time_limit_s if tm == "scheduled" else None, bound_only)
     hit = _CACHE.get(key)
     if hit is not None:
         return hit
@@ -162,7 +165,7 @@ def compute_layer_costs(model: ModelConfig, accelerator: Accelerator, setting: T
                                                             setting.deterministic, moe_net)
             else:
                 times[(kind, direction)] = _scheduled_time_s(g, accelerator, tier, schedule_time_limit_s,
-                                                             schedule_cache)
+                                                             schedule_cache, bound_only)
     out = layer_costs_from_times(model, setting, times, optimizer, tm)
     if tm == "sequential":
         out = LayerCosts(setting=setting, time_model=tm, **{

@@ -433,17 +433,11 @@ def default_tp_values(model: ModelConfig, cluster: Cluster, devices: int) -> tup
     return tuple(out)
 
 
-def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, runtime: Runtime,
-             space: PlanSpace = PlanSpace(), *, devices: int | None = None, seq_len: int | None = None,
-             top_k: int = 5, baselines: bool = True, time_model: str = "auto", **cost_kw) -> PlanResult:
-    """The fastest plan (and ``top_k`` runners-up) of ``space`` for ``model`` on up to ``devices``
-    accelerators of ``cluster`` with ``global_batch`` sequences per iteration, every plan running under
-    ``runtime`` (kernels, formats, overlaps, optimizer, memory reserve: none of it searched); the baselines
-    are evaluated separately and never affect the result. With >= 2 recompute modes and
-    ``space.per_stage_recompute`` the v = 1 plans may give each pipeline stage its own mode. Raises
-    InfeasibleError (one line) when nothing fits. ``cost_kw``: the layer-cost options of
-    ``compute_layer_costs`` (schedule time limit, schedule cache)."""
-    t_start = time.perf_counter()
+def plan_settings(model: ModelConfig, cluster: Cluster, global_batch: int, runtime: Runtime, space: PlanSpace, *,
+                  devices: int | None = None, seq_len: int | None = None) -> tuple[int, PlanSpace, list[tuple]]:
+    """Check the inputs of a plan search and list what it costs: (devices N, the space for ``runtime``, the
+    settings as (TrainSetting, TP tier, CP tier or None, MoE network) in the search's order). Raises ConfigError
+    or InfeasibleError (one line) on bad input."""
     N = cluster.num_devices if devices is None else devices
     if not isinstance(N, int) or N < 1:
         raise ConfigError(f"devices must be a positive integer, got {N!r}")
@@ -463,7 +457,7 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
     for t in tps:
         if not model.valid_tp(t):
             raise ConfigError(f"tensor-parallel width {t} is not valid for {model.name}: {model.tp_rule}")
-    costs: dict[TrainSetting, LayerCosts] = {}
+    jobs = []
     for mbs in microbatch_choices(model, space.microbatch_sizes):
         if global_batch % mbs:
             continue
@@ -479,13 +473,13 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
                     for ep, etp in expert_shapes(model, space, t * cp, N):
                         for rc in space.recompute_modes:
                             s = setting_for(model, mbs, t, sp, rc, seq_len, runtime=runtime, cp=cp, ep=ep, etp=etp)
-                            costs[s] = compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier,
-                                                           moe_net=moe_net_for(model, cluster, s), **cost_kw)
-    device = DeviceSpec.of(accelerator, runtime.memory_reserve_bytes)
-    cands, stats, reason = best_plans_from_costs(costs, model.num_layers, cluster, global_batch, device, space,
-                                                 devices=N, top_k=top_k)
-    if not cands:
-        raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
+                            jobs.append((s, tier, cp_tier, moe_net_for(model, cluster, s)))
+    return N, space, jobs
+
+
+def evaluations(cands: list[Candidate], model: ModelConfig, cluster: Cluster, global_batch: int, device: DeviceSpec,
+                seq_len: int | None = None) -> list:
+    """The full ``Evaluation`` of each candidate plan, checked against the optimizer's own iteration time."""
     s_len = seq_len or model.seq_len
     flops = model_forward_flops_per_sequence(model, s_len)
     evals = []
@@ -497,6 +491,31 @@ def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, glo
             raise AssertionError(f"placement bug: optimizer and evaluate disagree on {cand.plan.describe()}: "
                                  f"{cand.iteration_time_s} vs {ev.iteration_time_s} (fits={ev.fits})")
         evals.append(ev)
+    return evals
+
+
+def optimize(model: ModelConfig, accelerator: Accelerator, cluster: Cluster, global_batch: int, runtime: Runtime,
+             space: PlanSpace = PlanSpace(), *, devices: int | None = None, seq_len: int | None = None,
+             top_k: int = 5, baselines: bool = True, time_model: str = "auto", **cost_kw) -> PlanResult:
+    """The fastest plan (and ``top_k`` runners-up) of ``space`` for ``model`` on up to ``devices``
+    accelerators of ``cluster`` with ``global_batch`` sequences per iteration, every plan running under
+    ``runtime`` (kernels, formats, overlaps, optimizer, memory reserve: none of it searched); the baselines
+    are evaluated separately and never affect the result. With >= 2 recompute modes and
+    ``space.per_stage_recompute`` the v = 1 plans may give each pipeline stage its own mode. Raises
+    InfeasibleError (one line) when nothing fits. ``cost_kw``: the layer-cost options of
+    ``compute_layer_costs`` (schedule time limit, schedule cache). Every setting is costed exactly;
+    ``phaze.placement.best_first.optimize_best`` gives the same best plan costing only those whose bound can win."""
+    t_start = time.perf_counter()
+    N, space, jobs = plan_settings(model, cluster, global_batch, runtime, space, devices=devices, seq_len=seq_len)
+    costs: dict[TrainSetting, LayerCosts] = {
+        s: compute_layer_costs(model, accelerator, s, tier, time_model, cp_tier=cp_tier, moe_net=moe_net, **cost_kw)
+        for s, tier, cp_tier, moe_net in jobs}
+    device = DeviceSpec.of(accelerator, runtime.memory_reserve_bytes)
+    cands, stats, reason = best_plans_from_costs(costs, model.num_layers, cluster, global_batch, device, space,
+                                                 devices=N, top_k=top_k)
+    if not cands:
+        raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
+    evals = evaluations(cands, model, cluster, global_batch, device, seq_len)
     base = ()
     if baselines:
         from phaze.placement.baseline_plans import evaluate_baselines

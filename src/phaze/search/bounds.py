@@ -22,6 +22,7 @@ import numpy as np
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.cluster import Cluster
 from phaze.placement import stage as st
+from phaze.placement.best_first import plan_units
 from phaze.placement.bounds import floor_costs, plan_floor_s
 from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
 from phaze.schedule import layer_time_bounds
@@ -365,18 +366,6 @@ def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower:
         if k:
             tput[hh] = spec.global_batch / best
     return tput
-
-
-def plan_units(settings: tuple[TrainSetting, ...], per_stage_recompute: bool) -> tuple[tuple[int, ...], ...]:
-    """The settings' indices grouped into plan units: each setting alone, or (``per_stage_recompute``) the
-    settings that differ only in recompute together (the plans whose stages each pick one of their modes),
-    in order of first appearance."""
-    if not per_stage_recompute:
-        return tuple((i,) for i in range(len(settings)))
-    groups: dict = {}
-    for i, s in enumerate(settings):
-        groups.setdefault(replace(s, recompute="none"), []).append(i)
-    return tuple(tuple(g) for g in groups.values())
 
 
 def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: ArchArrays,

@@ -42,7 +42,7 @@ class ModelTask:
     upper_s: np.ndarray
     reference_seq_per_s: float  # the score divides throughput by this (TPUv4-like under its best plan)
     setting_ub: dict  # HBM GiB -> per-unit throughput upper bounds of this chip (vectorized bound)
-    # the plan units (``phaze.search.bounds.plan_units``: setting indices searched together; empty: each
+    # the plan units (``phaze.placement.best_first.plan_units``: setting indices searched together; empty: each
     # setting alone) and the plan space their plans are searched in (``SearchSpec.plan_space_for``)
     units: tuple[tuple[int, ...], ...] = ()
     plan_space: PlanSpace = PAPER_PLAN_SPACE

@@ -6,8 +6,9 @@ from __future__ import annotations
 def fixed_chip_plan(model, chip, spec, cluster, schedule_cache=None):
     """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
     ``spec.runtime``; ``spec`` a ``SearchSpec``): what the TPUv4-like reference and the Spotlight-style chip are
-    scored by."""
-    from phaze.placement import optimize
+    scored by. Only the settings whose lower-bound plan can win are costed exactly
+    (``phaze.placement.best_first``: the same best plan as ``optimize``)."""
+    from phaze.placement.best_first import optimize_best
 
-    return optimize(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space, devices=spec.devices,
-                    top_k=0, baselines=False, schedule_cache=schedule_cache)
+    return optimize_best(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space,
+                         devices=spec.devices, schedule_cache=schedule_cache)
