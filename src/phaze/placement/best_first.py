@@ -105,7 +105,7 @@ def optimize_best(model: ModelConfig, accelerator: Accelerator, cluster: Cluster
     if found is None:
         raise AssertionError("best_first: a plan fits under lower-bound times but none under exact ones")
     if len(costed) > 1:  # the exactly costed units together, in optimize's order (its tie-breaking)
-        found = search(sorted(i for u in costed for i in units[u]), False)[:2]
+        found = search(sorted(i for u in costed for i in units[u]), False, best * (1 + TIE_RTOL))[:2]
     cands, stats = found
     evals = evaluations(cands, model, cluster, global_batch, device, seq_len)
     stats = replace(stats, wall_time_s=time.perf_counter() - t_start)

@@ -2,6 +2,16 @@
 and the counterfactual chips of ``phaze.search.why`` are scored by (the same machinery as every candidate's)."""
 from __future__ import annotations
 
+from phaze.schedule import ScheduleCache
+
+
+# One per process (a search's worker, or the main process): the fixed chips' layer problems by content, so a chip
+# that differs from one evaluated before only in what no layer time depends on (a reference given the winner's HBM
+# capacity, a counterfactual step that changes HBM capacity) reuses its schedules. Fixed chips only: their
+# schedules are solved at ``compute_layer_costs``'s budget, the candidates' at the search's (a shared cache would
+# hand a candidate a schedule of another budget, depending on which worker ran what).
+_CACHE = ScheduleCache()
+
 
 def fixed_chip_plan(model, chip, spec, cluster, schedule_cache=None):
     """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
@@ -11,4 +21,4 @@ def fixed_chip_plan(model, chip, spec, cluster, schedule_cache=None):
     from phaze.placement.best_first import optimize_best
 
     return optimize_best(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space,
-                         devices=spec.devices, schedule_cache=schedule_cache)
+                         devices=spec.devices, schedule_cache=_CACHE if schedule_cache is None else schedule_cache)
