@@ -11,9 +11,9 @@ are slower than the best even with every layer at its lower bound cannot hold th
    when stages may each pick a mode), and each unit's best plan under the lower-bound times bounds its best
    iteration time from below (a plan's iteration time never falls when a layer time grows), as the best
    lower-bound plan over several units bounds theirs;
-3. the unit of the best lower-bound plan is costed exactly; the plans of the units not yet costed are then
-   searched again under lower-bound times with the best exact iteration time as cutoff (relative ``TIE_RTOL``:
-   ties count), and the unit of their best costed, until no plan under the cutoff is left;
+3. the unit of the best lower-bound plan is costed exactly; then one search under lower-bound times lists every
+   plan of the other units below that unit's exact best (relative ``TIE_RTOL``: ties count), and their units are
+   costed exactly in order of their best such plan, until the next one's is above the best exact time so far;
 4. the answer is ``best_plans_from_costs`` over the exactly costed settings, in ``optimize``'s order.
 
 Every unit left out is strictly slower than the answer, and the exactly costed ones are searched with the same
@@ -42,6 +42,7 @@ TIE_RTOL = 1e-9  # a unit whose bound is within this of the best exact time is c
 # GPT-2 XL (4 units) on the demo's counterfactual chips 8.1 s with ``optimize``, 13.2 s best-first; GPT-3 175B
 # (28 units) on the TPUv4-like and TPU v4 chips 54.6 s and 83.8 s with ``optimize``, 21.2 s and 21.6 s best-first.
 MIN_UNITS = 5
+ALL = 1 << 30  # top_k of a search that returns every plan under its cutoff
 
 
 def plan_units(settings: tuple[TrainSetting, ...], per_stage_recompute: bool) -> tuple[tuple[int, ...], ...]:
@@ -82,28 +83,37 @@ def optimize_best(model: ModelConfig, accelerator: Accelerator, cluster: Cluster
     unit_of = {replace(settings[i], recompute="none") if space.per_stage_recompute else settings[i]: u
                for u, idx in enumerate(units) for i in idx}
 
-    def search(idx, bound_only: bool, cutoff_s: float = math.inf):
+    def search(idx, bound_only: bool, cutoff_s: float = math.inf, top_k: int = 0):
         return best_plans_from_costs(costs(idx, bound_only), model.num_layers, cluster, global_batch, device, space,
-                                     devices=N, top_k=0, cutoff_s=cutoff_s)
+                                     devices=N, top_k=top_k, cutoff_s=cutoff_s)
 
-    best, costed, found = math.inf, [], None
-    while len(costed) < len(units):
-        rest = [i for u, idx in enumerate(units) if u not in costed for i in idx]
-        cut = best * (1 + TIE_RTOL)
-        floor, _, reason = search(rest, True, cut)
-        if not floor:  # no unit left can match the best (or, before any, nothing fits: optimize's reason)
-            if not costed:
-                raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
-            break
-        c = floor[0].costs
+    def unit(cand) -> int:
+        c = cand.costs
         s = (c if hasattr(c, "setting") else next(iter(c.values()))).setting
-        u = unit_of[replace(s, recompute="none") if space.per_stage_recompute else s]
+        return unit_of[replace(s, recompute="none") if space.per_stage_recompute else s]
+
+    floor, _, reason = search(range(len(settings)), True)
+    if not floor:  # nothing fits (memory does not depend on the times): optimize's reason
+        raise InfeasibleError(f"{model.name} on {accelerator.name}: {reason}")
+    first = unit(floor[0])
+    found = search(units[first], False)[:2]
+    if not found[0]:
+        raise AssertionError("best_first: a plan fits under lower-bound times but none under exact ones")
+    best = found[0][0].iteration_time_s
+    # every plan of the other units below the best exact time under lower-bound times, in one pass: their
+    # units' floors (a unit with none is slower than the best)
+    floors: dict[int, float] = {}
+    rest = [i for u, idx in enumerate(units) if u != first for i in idx]
+    for cand in search(rest, True, best * (1 + TIE_RTOL), ALL)[0] if rest else ():
+        floors.setdefault(unit(cand), cand.iteration_time_s)  # fastest first
+    costed = [first]
+    for u in sorted(floors, key=lambda u: (floors[u], u)):
+        if floors[u] > best * (1 + TIE_RTOL):  # the best moved below it
+            break
         costed.append(u)
-        exact, stats, _ = search(units[u], False, cut)
+        exact, stats, _ = search(units[u], False, best * (1 + TIE_RTOL))
         if exact and exact[0].iteration_time_s < best:
             best, found = exact[0].iteration_time_s, (exact, stats)
-    if found is None:
-        raise AssertionError("best_first: a plan fits under lower-bound times but none under exact ones")
     if len(costed) > 1:  # the exactly costed units together, in optimize's order (its tie-breaking)
         found = search(sorted(i for u in costed for i in units[u]), False, best * (1 + TIE_RTOL))[:2]
     cands, stats = found
