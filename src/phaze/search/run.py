@@ -254,6 +254,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         rows = list(chip_rows(store.rows(status="exact")))
         front = pareto_front(rows)
         if rows:
+            t_explain = time.perf_counter()
             g = rows[0].hbm_gib
             at_hbm = {}  # both references at the winner's HBM at once, on the workers
             if g != spec.space.reference.hbm_bytes / GiB and any(
@@ -264,13 +265,11 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                     (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in reals):
                 prog.note(f"the TPU v4 reference at the best chip's HBM ({g} GiB), on a worker")
                 at_hbm["real_references"] = executor.submit(reference_at_hbm, spec, ref_cluster, reals, g, real)
-            for key, job in at_hbm.items():
-                done = job.result()
-                store.put_meta(key, [r.to_dict() for r in done])
-                if key == "references":
-                    refs = done
-                else:
-                    reals = done
+            why_jobs = {}
+            if why:  # the decomposition's chips go to the workers now, behind the references at the winner's HBM
+                prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
+                          "chip's best plan searched again (on the workers); TCO and the Pareto fronts")
+                why_jobs = _why(rows, refs, reals, spec, cands, cluster, ref_cluster, executor, submit_only=True)
             prog.note("explaining the answer: power and what bounds each reported chip's time")
             rows[0] = _explain(rows[0], spec, cands, cluster)
             front = [rows[0] if (r.chip, r.hbm_gib) == (rows[0].chip, rows[0].hbm_gib)
@@ -279,13 +278,19 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                                   cands, cluster) for r in per_model]
             store.put_meta("explained", {"best": rows[0].to_dict(), "pareto": [r.to_dict() for r in front],
                                          "per_model": [r.to_dict() for r in per_model]})
+            for key, job in at_hbm.items():
+                done = job.result()
+                store.put_meta(key, [r.to_dict() for r in done])
+                if key == "references":
+                    refs = done
+                else:
+                    reals = done
             explained_why = {}
             if why:
-                prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
-                          "chip's best plan searched again; TCO and the Pareto fronts")
-                explained_why = _why(rows, refs, reals, spec, cands, cluster, ref_cluster, executor)
+                explained_why = _why(rows, refs, reals, spec, cands, cluster, ref_cluster, executor, jobs=why_jobs)
                 for k, v in explained_why.items():
                     store.put_meta(k, v)
+            prog.note(f"explained in {time.perf_counter() - t_explain:.1f} s")
         if own:
             executor.shutdown(wait=True)
         finished = True
@@ -321,12 +326,14 @@ def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     return out
 
 
-def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref_cluster, executor=None) -> dict:
+def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref_cluster, executor=None, *,
+         submit_only: bool = False, jobs: dict | None = None) -> dict:
     """wins_because, tco and fronts of a finished search (``phaze.search.why``, ``phaze.search.fronts``);
     ``executor``: the search's pool, for the decomposition's chips; ``ref_cluster``: the references' network's
-    (``reference_cluster``)."""
+    (``reference_cluster``). ``submit_only``: only hand the decomposition's chips to ``executor`` and return
+    their jobs (``why.submit_steps``), which a later call takes as ``jobs``."""
     from phaze.search.fronts import fronts, point_rows, tco_table
-    from phaze.search.why import wins_because
+    from phaze.search.why import submit_steps, wins_because
 
     best = rows[0]
     acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
@@ -343,7 +350,9 @@ def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref
     if real is not None and reals:
         ref_accs[real.name] = real
         known.append((real, [r.best_seq_per_s for r in reals], "reference"))
-    why = wins_because(spec, cluster, acc, ref_accs, known, executor, networks)
+    if submit_only:
+        return submit_steps(spec, cluster, acc, ref_accs, known, executor, networks)
+    why = wins_because(spec, cluster, acc, ref_accs, known, executor, networks, jobs)
     nets = None if win_net is None else {"winner": win_net, **{name: ref_net for name in ref_accs}}
     return {"wins_because": why, "tco": tco_table(best, acc, [*refs, *(reals or [])], ref_accs, nets),
             "fronts": fronts(point_rows(rows, refs, cands))}

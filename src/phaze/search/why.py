@@ -174,17 +174,54 @@ def chip_throughput(model, chip: Accelerator, spec, cluster) -> float | None:
         return None
 
 
+def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accelerator], known: list[tuple] = (),
+                 executor=None, networks: dict | None = None) -> dict:
+    """Hand every chip ``wins_because`` will evaluate (each reference, its ``step_chips``, the winner on its own
+    network) to ``executor`` at once, leaving out what ``known`` holds: {(model name, network, chip key): future}
+    ({} without an executor). A search submits them before its other explanation work, so the workers start at
+    once; ``wins_because(..., jobs=...)`` collects them."""
+    if executor is None:
+        return {}
+    clusters = {"reference": cluster, "winner": cluster} if networks is None else \
+        {k: v[1] for k, v in networks.items()}
+    memo = _known(spec, known, networks)
+    jobs = {}
+    for ref in references.values():
+        for chip in [ref, *step_chips(ref, winner)]:
+            for m in spec.models:
+                key = (m.name, "reference", _chip_key(chip))
+                if key not in memo and key not in jobs:
+                    jobs[key] = executor.submit(chip_throughput, m, chip, spec, clusters["reference"])
+    if networks is not None:  # the network step: the winner's chip on its own network
+        for m in spec.models:
+            key = (m.name, "winner", _chip_key(winner))
+            if key not in memo and key not in jobs:
+                jobs[key] = executor.submit(chip_throughput, m, winner, spec, clusters["winner"])
+    return jobs
+
+
+def _known(spec, known, networks) -> dict:
+    """{(model name, network, chip key): throughput} of ``known`` (``wins_because``)."""
+    def on(which: str) -> str:  # without networks every chip is on the one cluster
+        return which if networks is not None else "reference"
+
+    return {(m.name, on(k[2] if len(k) > 2 else "reference"), _chip_key(k[0])): float(t)
+            for k in known for m, t in zip(spec.models, k[1]) if t > 0}
+
+
 def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accelerator],
-                 known: list[tuple] = (), executor=None, networks: dict | None = None) -> dict[str, list[dict]]:
+                 known: list[tuple] = (), executor=None, networks: dict | None = None,
+                 jobs: dict | None = None) -> dict[str, list[dict]]:
     """{reference name: its steps to ``winner``} with the search's plan machinery (``fixed_chip_plan``: the
     search's plan space and runtime); each chip evaluated once, a reference with no plan for every model (or a
     winner without) left out. ``known``: (chip, per-model throughput[, "reference" or "winner": the network it
     was found on, default "reference"]) the search already found by the same machinery (the reference's best
     plan, the winner's), not searched again. ``executor``: the search's pool; the intermediate chips of every
-    reference (``step_chips``) are evaluated on it at once, otherwise one after another here with one schedule
-    cache. ``networks``: {"reference": (ChipNetwork, Cluster), "winner": (ChipNetwork, Cluster)} when the chips
-    have their own networks (``cluster`` then unused): every chip step on the reference's, the network step onto
-    the winner's (``decompose``)."""
+    reference (``step_chips``) are evaluated on it at once (``submit_steps``; ``jobs``: what it already
+    returned), otherwise one after another here with one schedule cache. ``networks``: {"reference":
+    (ChipNetwork, Cluster), "winner": (ChipNetwork, Cluster)} when the chips have their own networks
+    (``cluster`` then unused): every chip step on the reference's, the network step onto the winner's
+    (``decompose``)."""
     from phaze.schedule import ScheduleCache
     from phaze.search.fixed_plan import fixed_chip_plan
 
@@ -195,22 +232,10 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
     def on(which: str) -> str:  # without networks every chip is on the one cluster
         return which if networks is not None else "reference"
 
-    memo = {(m.name, on(k[2] if len(k) > 2 else "reference"), _chip_key(k[0])): float(t)
-            for k in known for m, t in zip(spec.models, k[1]) if t > 0}
-    if executor is not None:
-        jobs = {}
-        for ref in references.values():
-            for chip in [ref, *step_chips(ref, winner)]:
-                for m in spec.models:
-                    key = (m.name, "reference", _chip_key(chip))
-                    if key not in memo and key not in jobs:
-                        jobs[key] = executor.submit(chip_throughput, m, chip, spec, clusters["reference"])
-        if networks is not None:  # the network step: the winner's chip on its own network
-            for m in spec.models:
-                key = (m.name, "winner", _chip_key(winner))
-                if key not in memo and key not in jobs:
-                    jobs[key] = executor.submit(chip_throughput, m, winner, spec, clusters["winner"])
-        memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
+    memo = _known(spec, known, networks)
+    if jobs is None:
+        jobs = submit_steps(spec, cluster, winner, references, known, executor, networks)
+    memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
 
     def evaluate(model, chip, which: str = "reference") -> float:
         key = (model.name, on(which), _chip_key(chip))
