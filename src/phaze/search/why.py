@@ -174,29 +174,43 @@ def chip_throughput(model, chip: Accelerator, spec, cluster) -> float | None:
         return None
 
 
+def chips_throughput(model, chips: tuple[Accelerator, ...], spec, cluster) -> list[float | None]:
+    """``chip_throughput`` of several chips in one worker task, in order: chips that differ only in HBM capacity
+    (no layer time depends on it) then reuse the first one's layer schedules (``fixed_plan``'s per-process
+    cache)."""
+    return [chip_throughput(model, c, spec, cluster) for c in chips]
+
+
 def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accelerator], known: list[tuple] = (),
                  executor=None, networks: dict | None = None) -> dict:
     """Hand every chip ``wins_because`` will evaluate (each reference, its ``step_chips``, the winner on its own
-    network) to ``executor`` at once, leaving out what ``known`` holds: {(model name, network, chip key): future}
-    ({} without an executor). A search submits them before its other explanation work, so the workers start at
+    network) to ``executor`` at once, leaving out what ``known`` holds: {(model name, network, chip key): (future,
+    position in its task's list)} ({} without an executor); chips that differ only in HBM capacity share a task
+    (``chips_throughput``). A search submits them before its other explanation work, so the workers start at
     once; ``wins_because(..., jobs=...)`` collects them."""
     if executor is None:
         return {}
     clusters = {"reference": cluster, "winner": cluster} if networks is None else \
         {k: v[1] for k, v in networks.items()}
     memo = _known(spec, known, networks)
-    jobs = {}
+    wanted: dict = {}  # key -> (model, chip, network)
     for ref in references.values():
         for chip in [ref, *step_chips(ref, winner)]:
             for m in spec.models:
-                key = (m.name, "reference", _chip_key(chip))
-                if key not in memo and key not in jobs:
-                    jobs[key] = executor.submit(chip_throughput, m, chip, spec, clusters["reference"])
+                wanted.setdefault((m.name, "reference", _chip_key(chip)), (m, chip, "reference"))
     if networks is not None:  # the network step: the winner's chip on its own network
         for m in spec.models:
-            key = (m.name, "winner", _chip_key(winner))
-            if key not in memo and key not in jobs:
-                jobs[key] = executor.submit(chip_throughput, m, winner, spec, clusters["winner"])
+            wanted.setdefault((m.name, "winner", _chip_key(winner)), (m, winner, "winner"))
+    groups: dict = {}  # (model, network, chip but its HBM capacity) -> keys
+    for key, (m, chip, which) in wanted.items():
+        if key not in memo:
+            design = tuple(kv for kv in _chip_key(chip) if kv[0] != "hbm_bytes")
+            groups.setdefault((m.name, which, design), []).append(key)
+    jobs = {}
+    for keys in groups.values():
+        m, _, which = wanted[keys[0]]
+        f = executor.submit(chips_throughput, m, tuple(wanted[k][1] for k in keys), spec, clusters[which])
+        jobs.update({k: (f, i) for i, k in enumerate(keys)})
     return jobs
 
 
@@ -235,7 +249,7 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
     memo = _known(spec, known, networks)
     if jobs is None:
         jobs = submit_steps(spec, cluster, winner, references, known, executor, networks)
-    memo.update({key: t for key, job in jobs.items() if (t := job.result()) is not None})
+    memo.update({key: t for key, (job, i) in jobs.items() if (t := job.result()[i]) is not None})
 
     def evaluate(model, chip, which: str = "reference") -> float:
         key = (model.name, on(which), _chip_key(chip))
