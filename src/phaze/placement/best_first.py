@@ -37,10 +37,11 @@ from phaze.workload.config import ModelConfig
 from phaze.workload.runtime import PlanSpace, Runtime, TrainSetting
 
 TIE_RTOL = 1e-9  # a unit whose bound is within this of the best exact time is costed exactly too (ties)
-# Below this many plan units ``optimize`` is faster: best-first runs up to 2 x units + 1 plan searches where
-# ``optimize`` runs one, and with few settings costing all of them exactly is cheap. Measured (same answers):
-# GPT-2 XL (4 units) on the demo's counterfactual chips 8.1 s with ``optimize``, 13.2 s best-first; GPT-3 175B
-# (28 units) on the TPUv4-like and TPU v4 chips 54.6 s and 83.8 s with ``optimize``, 21.2 s and 21.6 s best-first.
+# Below this many plan units ``optimize`` is faster: best-first runs 3 + (units costed) plan searches where
+# ``optimize`` runs one, and with few settings costing all of them exactly is cheap. Measured (same answers, one
+# process each, the machine otherwise idle): GPT-2 XL (4 units) on the demo's 5 counterfactual chips 7.8 s with
+# ``optimize``, 12.2 s best-first; GPT-3 175B (28 units) on the TPUv4-like and TPU v4 chips 54.6 s and 83.8 s
+# with ``optimize``, 14.4 s and 13.6 s best-first.
 MIN_UNITS = 5
 ALL = 1 << 30  # top_k of a search that returns every plan under its cutoff
 

@@ -214,12 +214,14 @@ def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accel
     return jobs
 
 
+def _on(which: str, networks) -> str:
+    """The network a chip is scored on: ``which``, or "reference" without networks (every chip on one cluster)."""
+    return which if networks is not None else "reference"
+
+
 def _known(spec, known, networks) -> dict:
     """{(model name, network, chip key): throughput} of ``known`` (``wins_because``)."""
-    def on(which: str) -> str:  # without networks every chip is on the one cluster
-        return which if networks is not None else "reference"
-
-    return {(m.name, on(k[2] if len(k) > 2 else "reference"), _chip_key(k[0])): float(t)
+    return {(m.name, _on(k[2] if len(k) > 2 else "reference", networks), _chip_key(k[0])): float(t)
             for k in known for m, t in zip(spec.models, k[1]) if t > 0}
 
 
@@ -243,8 +245,8 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
     clusters = {"reference": cluster, "winner": cluster} if networks is None else \
         {k: v[1] for k, v in networks.items()}
 
-    def on(which: str) -> str:  # without networks every chip is on the one cluster
-        return which if networks is not None else "reference"
+    def on(which: str) -> str:
+        return _on(which, networks)
 
     memo = _known(spec, known, networks)
     if jobs is None:
