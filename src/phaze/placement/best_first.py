@@ -81,8 +81,7 @@ def optimize_best(model: ModelConfig, accelerator: Accelerator, cluster: Cluster
                                                  cp_tier=jobs[i][2], moe_net=jobs[i][3], bound_only=bound_only,
                                                  **cost_kw) for i in idx}
 
-    unit_of = {replace(settings[i], recompute="none") if space.per_stage_recompute else settings[i]: u
-               for u, idx in enumerate(units) for i in idx}
+    unit_of = {settings[i]: u for u, idx in enumerate(units) for i in idx}
 
     def search(idx, bound_only: bool, cutoff_s: float = math.inf, top_k: int = 0):
         return best_plans_from_costs(costs(idx, bound_only), model.num_layers, cluster, global_batch, device, space,
@@ -90,8 +89,7 @@ def optimize_best(model: ModelConfig, accelerator: Accelerator, cluster: Cluster
 
     def unit(cand) -> int:
         c = cand.costs
-        s = (c if hasattr(c, "setting") else next(iter(c.values()))).setting
-        return unit_of[replace(s, recompute="none") if space.per_stage_recompute else s]
+        return unit_of[(c if hasattr(c, "setting") else next(iter(c.values()))).setting]
 
     floor, _, reason = search(range(len(settings)), True)
     if not floor:  # nothing fits (memory does not depend on the times): optimize's reason

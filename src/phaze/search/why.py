@@ -190,8 +190,7 @@ def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accel
     once; ``wins_because(..., jobs=...)`` collects them."""
     if executor is None:
         return {}
-    clusters = {"reference": cluster, "winner": cluster} if networks is None else \
-        {k: v[1] for k, v in networks.items()}
+    clusters = _clusters(cluster, networks)
     memo = _known(spec, known, networks)
     wanted: dict = {}  # key -> (model, chip, network)
     for ref in references.values():
@@ -212,6 +211,11 @@ def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accel
         f = executor.submit(chips_throughput, m, tuple(wanted[k][1] for k in keys), spec, clusters[which])
         jobs.update({k: (f, i) for i, k in enumerate(keys)})
     return jobs
+
+
+def _clusters(cluster, networks) -> dict:
+    """{"reference": Cluster, "winner": Cluster}: ``cluster`` for both without networks, else each network's."""
+    return {"reference": cluster, "winner": cluster} if networks is None else {k: v[1] for k, v in networks.items()}
 
 
 def _on(which: str, networks) -> str:
@@ -242,8 +246,7 @@ def wins_because(spec, cluster, winner: Accelerator, references: dict[str, Accel
     from phaze.search.fixed_plan import fixed_chip_plan
 
     cache = ScheduleCache()
-    clusters = {"reference": cluster, "winner": cluster} if networks is None else \
-        {k: v[1] for k, v in networks.items()}
+    clusters = _clusters(cluster, networks)
 
     def on(which: str) -> str:
         return _on(which, networks)
