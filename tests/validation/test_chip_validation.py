@@ -10,7 +10,7 @@ from phaze.errors import PhazeError
 from phaze.hardware.accelerator import Accelerator
 from phaze.hardware.sram import sram_macro
 from phaze.validation.chip import (GOAL_MAX_PCT, GOAL_MEAN_PCT, glb_organisation, load_panel, panel_accelerator,
-                                   phaze_cycles, validate_chip)
+                                   panel_gemm, phaze_cycles, validate_chip)
 from phaze.validation.goals import goal
 from phaze.workload.ops import Gemm
 
@@ -153,22 +153,22 @@ def _goal_reason() -> str:
 
 
 def test_the_figures_the_readme_reports(report):
-    """README's trust table and docs/chip-validation.md: 2.5% mean, 22.0% max over 96 cases, 94 within 15%;
-    the worst the 256x256 short slice at 4096 B/cycle at +22.0%, over because ZigZag hides its one-period
-    final read-out of the accumulator in the computation's spare port bandwidth (docs/chip-validation.md,
-    "128x64 by hand"); the same slice at 512 B/cycle is the other miss. The reference is configuration 6
-    (session 21): the fastest of ZigZag's runs at LOMA lpf_limit 6 and 8 for every case (which brought the
-    4x16 cases of item 1d within 0.1%; no banked case moved); the K <= R scores cases against configuration 5
-    (ZigZag's accumulator holding the fp32 sums phaze's does).
+    """README's trust table and docs/chip-validation.md: 2.0% mean, 16.7% max over 96 cases, 94 within 15%
+    (session 24: the template chooses its accumulator pass size, ``gemm_chip.PASS_SPLITS``; 2.5% / 22.0% / 94
+    before). The two misses are the 128x64 slice at both bandwidths, 12,798 cycles against ZigZag's 15,366:
+    ZigZag's mapping keeps four column blocks in the accumulator and copies a partial-sum read into every
+    cycle of its read port (docs/chip-validation.md, "128x64 by hand"). The reference is configuration 6
+    (session 21): the fastest of ZigZag's runs at LOMA lpf_limit 6 and 8 for every case; the K <= R scores
+    cases against configuration 5 (ZigZag's accumulator holding the fp32 sums phaze's does).
     A change of any of these (better or worse) must update the docs; the goal itself is the strict xfail below."""
     assert (report.zigzag_cases, report.zigzag_within_goal) == (96, 94)
-    assert round(report.zigzag_mean_abs_pct, 1) == 2.5 and round(report.zigzag_max_abs_pct, 1) == 22.0
+    assert round(report.zigzag_mean_abs_pct, 1) == 2.0 and round(report.zigzag_max_abs_pct, 1) == 16.7
     worst = max(report.cases, key=lambda c: abs(c.zigzag_error_pct))
-    assert worst.name == "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c"
-    assert round(worst.zigzag_error_pct, 1) == 22.0
+    assert worst.name == "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c"
+    assert round(worst.zigzag_error_pct, 1) == -16.7
     misses = sorted(c.name for c in report.cases if abs(c.zigzag_error_pct) > GOAL_MAX_PCT)
-    assert misses == ["256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @4096B/c",
-                      "256x256 gpt2-xl.fc1 mb8 M/16/K/3.125/N/12.5 @512B/c"]
+    assert misses == ["128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @4096B/c",
+                      "128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @512B/c"]
     assert not report.goal_met
 
 
@@ -245,6 +245,7 @@ def test_shared_banks_by_hand_on_the_miss_case(monkeypatch):
 
     import phaze.cost.gemm_chip as gc
     c = _miss_case()
+    monkeypatch.setattr(gc, "PASS_SPLITS", (1,))  # the derivation is of one pass per accumulator-full of rows
     # its 2 MiB accumulator (1 KiB rows, two 512 B accesses of 3.68 ns) moves a row per 8 cycles: 8 x the
     # array's 16,384 streamed rows bound it (issue 34); the GLB derivation below is of a macro that keeps up
     assert phaze_cycles(c) > 8 * 16384
@@ -298,15 +299,25 @@ def test_last_pass_drains_through_the_accumulator_port_by_hand():
     macro (256 B ports, 2.57 ns) moves a 256 B fp32 row in 3 cycles at 1 GHz. 8 column blocks x 2 weight
     tiles of 256 streamed rows at 3 cycles a row, the first tile's load and one fill/drain, and the last
     pass's 256 rows read out through the accumulator's read port after its last tile (the first tile's bytes
-    and the last pass's 32 KiB at 512 or 4096 B/cycle are less): the same count at both bandwidths."""
+    and the last pass's 32 KiB at 512 or 4096 B/cycle are less): the same count at both bandwidths. With the
+    pass split (session 24) the 256 rows run as 4 passes of 64: the same array cycles (a 64-row tile takes
+    192 cycles, the next 128-row weight tile loads under it; the panel of 2 tiles of 16 KiB fits the 32 KiB operand
+    buffer, so no weight is loaded twice), and only 64 rows are read out at the end."""
+    import phaze.cost.gemm_chip as gc
     for bw in (512, 4096):
         c = next(x for x in load_panel()["cases"] if x["name"] == f"128x64 gpt2-xl.fc1 mb1 M/4/K/6.25/N/12.5 @{bw}B/c")
         assert (c["m"], c["k"], c["n"], c["accumulator_bytes_per_cycle"]) == (256, 256, 512, 99.64)
-        tiles, cpr, rows = 8 * 2, 3, 256
-        fixed = 128 + (128 + 64 - 2)
-        drain = max(rows * 64 * 2 / bw, rows * cpr)   # the accumulator's port binds: 768 cycles
-        assert phaze_cycles(c) == pytest.approx(tiles * rows * cpr + fixed + drain, rel=1e-9)
-        assert round(phaze_cycles(c)) == 13374
+        cpr, fixed = 3, 128 + (128 + 64 - 2)
+        for splits, passes, rows, cycles in (((1,), 1, 256, 13374), (gc.PASS_SPLITS, 4, 64, 12798)):
+            drain = max(rows * 64 * 2 / bw, rows * cpr)   # the accumulator's port binds: rows x 3 cycles
+            hand = 8 * 2 * passes * rows * cpr + fixed + drain
+            acc = panel_accelerator(c)
+            got = gc.gemm_chip_terms(panel_gemm(c), acc.as_arrays(), np.ones(1), np.zeros(1), splits)
+            assert got["latency_s"][0] * acc.freq_hz == pytest.approx(hand, rel=1e-9) and round(hand) == cycles
+        assert phaze_cycles(c) == pytest.approx(12798, rel=1e-9)
+        # streaming M, passes of 32 rows would be weight-load-bound (128 cycles a tile for 32 x 3 = 96)
+        o = gc._orient(panel_gemm(c), 256, 512, gc._chip_consts(panel_accelerator(c).as_arrays()), np.ones(1), 8)
+        assert (float(o["cycles"][0]), float(o["last_acc"][0])) == (8 * 2 * 8 * 128 + fixed, 32 * cpr)
     # one weight tile per pass (K <= R): no partial sum is read, each row leaves as it is written, so only
     # the last row's read (8 cycles on the 256x256 array's 1 KiB rows) can be exposed
     s = next(x for x in load_panel()["cases"] if x["name"] == "256x256 gpt2-xl.scores mb1 @4096B/c")

@@ -28,11 +28,11 @@ from phaze.workload.ops import Gemm, Op, VectorOp
 GEMM_ENERGY_PARTS = ("mac", "glb", "noc", "hbm", "accumulator", "operand_buffer", "staging")
 
 
-def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1) -> dict:
+def gemm_energy_parts_j(op: Gemm, arch: ArchArrays, cores=1, pass_splits=None) -> dict:
     """Energy (J) of GEMM ``op`` by part (``GEMM_ENERGY_PARTS``, module docstring), per chip of ``arch``,
-    which must all have the on-chip hierarchy."""
+    which must all have the on-chip hierarchy; on the schedule ``gemm_terms`` picks (from ``pass_splits``)."""
     p = arch.memo("energy_parts", energy_parts)
-    t = gemm_terms(op, arch, cores)
+    t = gemm_terms(op, arch, cores, pass_splits)
     write = t["glb_write_bytes"]
     return {"mac": np.full(len(arch), op.batch * op.m * op.n * op.k * MAC_J),
             "glb": (t["glb_bytes"] - write) * p["glb_read_J_per_B"] + write * p["glb_write_J_per_B"],

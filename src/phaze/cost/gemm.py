@@ -89,9 +89,11 @@ def _paper_terms(gemm: Gemm, arch: ArchArrays, c: np.ndarray, hbm_bytes: np.ndar
             "latency_s": np.maximum(compute_s, memory_s) + arch.op_overhead_s}
 
 
-def gemm_terms(gemm: Gemm, arch: ArchArrays, cores=1) -> dict:
+def gemm_terms(gemm: Gemm, arch: ArchArrays, cores=1, pass_splits=None) -> dict:
     """Per-chip arrays: compute_s, glb_s, hbm_s (each term alone), glb_bytes, hbm_bytes and latency_s =
-    max of the terms + overhead. Paper-template chips have no GLB term (glb_s = glb_bytes = 0)."""
+    max of the terms + overhead. Paper-template chips have no GLB term (glb_s = glb_bytes = 0).
+    ``pass_splits``: the accumulator pass splits the chip template may choose from (None: all,
+    ``phaze.cost.gemm_chip.PASS_SPLITS``; the energy panel fixes the one its ZigZag runs were made on)."""
     _check(gemm)
     c = as_cores(cores, arch.num_tc, f"GEMM {gemm.name!r}")
     last = arch.memo("gemm_hbm_last", lambda a: {})  # the bounds cost one GEMM on every core count in a row
@@ -104,10 +106,10 @@ def gemm_terms(gemm: Gemm, arch: ArchArrays, cores=1) -> dict:
     from phaze.cost.gemm_chip import gemm_chip_terms
 
     if hier.all():
-        return gemm_chip_terms(gemm, arch, c, hbm)
+        return gemm_chip_terms(gemm, arch, c, hbm, pass_splits)
     paper = _paper_terms(gemm, arch, c, hbm)
     idx = np.flatnonzero(hier)
-    chip = gemm_chip_terms(gemm, arch.select(idx), c[idx], hbm[idx])
+    chip = gemm_chip_terms(gemm, arch.select(idx), c[idx], hbm[idx], pass_splits)
     out = {k: v.astype(np.float64).copy() for k, v in paper.items()}
     for k in out:
         out[k][idx] = chip[k]

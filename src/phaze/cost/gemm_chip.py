@@ -94,6 +94,8 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.supply import acc_row_rate
 from phaze.workload.ops import Gemm
 
+PASS_SPLITS = (1, 2, 4, 8)
+PASS_SPLIT_GAIN = 0.01
 ACC_BYTES = 4  # fp32 accumulators (TPU MXUs and tensor cores accumulate bf16/fp16 products in fp32)
 
 
@@ -130,7 +132,7 @@ FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_
           "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem", "last_acc", "in_bytes")
 
 
-def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
+def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray, split: int = 1) -> dict:
     """Per (core kind, core count), the FIELDS: the compute cycles of the busiest core, its GLB bytes, and
     what the tile-by-tile time needs (module docstring): tiles of mb and of rem rows (counts, cycles, GLB
     bytes in whole bank words without outputs), drain events, the tiles a drain spreads over, a pass's
@@ -151,6 +153,8 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
     acc_rows = np.floor(k["acc"] / (ACC_BYTES * C))
     spill = acc_rows < 1
     mb = np.where(spill, rows, np.minimum(rows, np.maximum(acc_rows, 1)))
+    if split > 1:  # passes of 1/split the rows the accumulator holds (PASS_SPLITS)
+        mb = np.where(spill, rows, np.ceil(mb / split))
     full = np.floor(rows / mb)
     rem = rows - full * mb
     double = k["operand"] >= 2 * R * C * e
@@ -241,7 +245,7 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray) -> dict:
             # last tile, whose partial-sum reads keep that port busy (kt_part >= 2; no next pass's first
             # tile to hide them in); with one tile per pass no partial sum is read, so each row leaves as it
             # is written and only the last row's read is exposed (none without accumulator rows: spill)
-            "last_acc": np.where(spill, 0.0, np.where(kt_part >= 2, np.where(rem > 0, rem, mb), 1.0) * cpr)}
+            "last_acc": np.where(spill, 0.0, np.where(kt_part >= 2, mb, 1.0) * cpr)}
 
 
 def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
@@ -259,21 +263,25 @@ def _core_kinds(arch: ArchArrays) -> tuple[np.ndarray, int]:
     return arch.memo("core_kinds", build)
 
 
-def _groups(arch: ArchArrays, c: np.ndarray):
-    """(first index, inverse) of the distinct (core kind, core count) pairs of ``c``, or None when hardly any
-    repeat; remembered for the last few core-count arrays (an op's cost is asked for the same counts by
-    every GEMM of a layer)."""
+def _groups(arch: ArchArrays, c: np.ndarray, bpc: np.ndarray):
+    """(first index, inverse) of the distinct (core kind, core count, GLB bytes per cycle) triples of the
+    chips, or None when hardly any repeat: a GEMM's cycles depend on nothing else, so its candidates are
+    evaluated once per triple. Remembered for the last few core-count arrays (an op's cost is asked for the
+    same counts by every GEMM of a layer), checked against the bytes per cycle (a ``bandwidth_cap`` copy of
+    the chips shares this cache and has other bytes per cycle)."""
     cache = arch.memo("gemm_chip_groups", lambda a: {})
     key = np.ascontiguousarray(c).tobytes()  # the counts themselves: no hash collision can alias two
-    if key not in cache:
+    hit = cache.get(key)
+    if hit is None or not np.array_equal(hit[0], bpc):
         kinds, _ = _core_kinds(arch)
         cu, cinv = np.unique(c, return_inverse=True)
-        code = kinds * len(cu) + cinv.ravel()
+        bu, binv = np.unique(bpc, return_inverse=True)
+        code = (kinds * len(cu) + cinv.ravel()) * len(bu) + binv.ravel()
         ucode, first, inv = np.unique(code, return_index=True, return_inverse=True)
-        if len(cache) >= 8:
+        if len(cache) >= 8 and key not in cache:
             cache.pop(next(iter(cache)))
-        cache[key] = None if len(ucode) * 2 > len(c) else (first, inv.ravel())
-    return cache[key]
+        hit = cache[key] = (bpc.copy(), None if len(ucode) * 2 > len(c) else (first, inv.ravel()))
+    return hit[1]
 
 
 def _stack(o: dict, n: int) -> np.ndarray:
@@ -303,19 +311,26 @@ _TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_
                                           "save_rem")]
 
 
-def _cycles_and_traffic(g: Gemm, arch: ArchArrays, k: dict, c: np.ndarray):
-    """_orient of both orientations, evaluated once per distinct (core kind, core count): two arrays of
-    shape (len(FIELDS) + 1, kinds) and the index of each chip's kind (None: one kind per chip)."""
-    grp = _groups(arch, c)
-    if grp is None:  # hardly any repetition: compute directly
-        sub, cs, inv = k, c, None
-    else:
-        first, inv = grp
-        sub = {key: v[first] for key, v in k.items()}
-        cs = c[first]
-    o1 = _stack(_orient(g, g.m, g.n, sub, cs), len(cs))
-    o2 = o1 if g.m == g.n else _stack(_orient(g, g.n, g.m, sub, cs), len(cs))
-    return o1, o2, inv
+def _candidates(g: Gemm, k: dict, c: np.ndarray, splits) -> list[tuple[bool, list[np.ndarray]]]:
+    """Per orientation, whether it streams the M side and _orient of each pass split in ``splits``,
+    stacked."""
+    sides = [(g.m, g.n)] if g.m == g.n else [(g.m, g.n), (g.n, g.m)]
+    return [(S == g.m, [_stack(_orient(g, S, T, k, c, split), len(c)) for split in splits]) for S, T in sides]
+
+
+def _evaluate(o: np.ndarray, inv_core: np.ndarray, inv_bpc: np.ndarray, bpc_core: np.ndarray) -> tuple:
+    """(compute, GLB bytes, GLB cycles, latency cycles, access counts) of a candidate stack, one column per
+    chip (or distinct chip), from their GLB cycles per byte (all the op's cores, one core) and bytes per
+    cycle of one core."""
+    cyc, glb, k_rows, first_b, last_b, last_acc, crit = o[_ALL]
+    ends = np.maximum(first_b * inv_core - k_rows, 0.0) + np.maximum(last_b * inv_core, last_acc)
+    compute = cyc + ends
+    glb_c = glb * inv_bpc
+    stall = np.flatnonzero(bpc_core < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
+    if len(stall):
+        t = o[_TILED].take(stall, axis=1)
+        glb_c[stall] = np.maximum(glb_c[stall], _tiled_cycles(t, inv_core[stall], ends[stall]))
+    return compute, glb, glb_c, np.maximum(compute, glb_c), o[_ACCESS]
 
 
 def _tiled_cycles(t: np.ndarray, inv_bpc: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -347,7 +362,7 @@ def _times_cycles(o: np.ndarray, inv_bpc: np.ndarray) -> tuple[np.ndarray, np.nd
     return f["cycles"] + ends, _tiled_cycles(o[_TILED], inv_bpc, ends)
 
 
-def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray) -> dict:
+def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.ndarray, pass_splits=None) -> dict:
     """Per-chip terms of the module docstring: compute_s, glb_s, hbm_s, glb_bytes, hbm_bytes, latency_s
     (the faster orientation's), for chips that all have the hierarchy; and the access counts the energy
     model needs (``phaze.cost.energy``), of the same orientation and all cores together: glb_write_bytes
@@ -364,31 +379,34 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     hbm_s = hbm_bytes / hbm_bandwidth_Bps(arch, "tc", c)
     cs = k["cycle_s"]
     bpc = glb_bw * cs           # GLB bytes per cycle at the op's bandwidth (all its cores)
-    inv_bpc = 1.0 / bpc
-    # one core's tiles and ends move at that core's slice, not at all the op's cores' (issue 34 item 1b)
-    bpc_core = bpc / c
-    inv_core = c * inv_bpc
-    o1, o2, inv = _cycles_and_traffic(g, arch, k, c)
-    out = []
-    for o in ((o1, o2) if o2 is not o1 else (o1,)):
-        cyc, glb, k_rows, first_b, last_b, last_acc, crit = o[_ALL] if inv is None else o[_ALL].take(inv, axis=1)
-        ends = np.maximum(first_b * inv_core - k_rows, 0.0) + np.maximum(last_b * inv_core, last_acc)
-        compute = cyc + ends
-        glb_c = glb * inv_bpc
-        stall = np.flatnonzero(bpc_core < crit)  # some tile is GLB-bound: the tile-by-tile time is longer
-        if len(stall):
-            sub = o[_TILED].take(stall if inv is None else inv[stall], axis=1)
-            tiled = _tiled_cycles(sub, inv_core[stall], ends[stall])
-            glb_c[stall] = np.maximum(glb_c[stall], tiled)
-        counts = o[_ACCESS] if inv is None else o[_ACCESS].take(inv, axis=1)
-        out.append((compute, glb, glb_c, np.maximum(compute, glb_c), counts))
-    if len(out) == 1:
-        out.append(out[0])
-    (c1, g1, s1, l1, a1), (c2, g2, s2, l2, a2) = out
-    take = l2 < l1
-    lat = np.maximum(np.minimum(l1, l2) * cs, hbm_s)
-    glb_write, acc_rows, w_rows, in_bytes = np.where(take, a2, a1)
-    return {"compute_s": np.where(take, c2, c1) * cs, "glb_s": np.where(take, s2, s1) * cs, "hbm_s": hbm_s,
-            "glb_bytes": np.where(take, g2, g1), "hbm_bytes": hbm_bytes, "latency_s": lat + k["overhead"],
+    grp = _groups(arch, c, bpc)
+    if grp is not None:  # each candidate once per distinct (core kind, core count, bytes per cycle)
+        first, inv = grp
+        k_u, c_u, bpc_u = {key: v[first] for key, v in k.items()}, c[first], bpc[first]
+    else:
+        k_u, c_u, bpc_u = k, c, bpc
+    inv_bpc_u = 1.0 / bpc_u
+    best = None
+    for streams_m, stacks in _candidates(g, k_u, c_u, pass_splits or PASS_SPLITS):
+        # one core's tiles and ends move at that core's slice, not at all the op's cores' (issue 34 item 1b)
+        evals = [_evaluate(o, c_u * inv_bpc_u, inv_bpc_u, bpc_u / c_u) for o in stacks]
+        # the pass split: the fewest passes within PASS_SPLIT_GAIN of the orientation's fastest
+        fastest = np.minimum.reduce([e[3] for e in evals])
+        cand = evals[-1]
+        for e in reversed(evals[:-1]):
+            take = e[3] <= fastest * (1.0 + PASS_SPLIT_GAIN)
+            cand = tuple(np.where(take, a, b) for a, b in zip(e, cand))
+        cand = cand + (np.full(len(c_u), streams_m),)
+        if best is None:
+            best = cand
+        else:  # the faster orientation, the first of equals
+            take = cand[3] < best[3]
+            best = tuple(np.where(take, a, b) for a, b in zip(cand, best))
+    if grp is not None:
+        best = tuple(x.take(inv, axis=-1) for x in best)
+    comp, glb, glb_c, lat, counts, streams_m = best
+    glb_write, acc_rows, w_rows, in_bytes = counts
+    return {"compute_s": comp * cs, "glb_s": glb_c * cs, "hbm_s": hbm_s,
+            "glb_bytes": glb, "hbm_bytes": hbm_bytes, "latency_s": np.maximum(lat * cs, hbm_s) + k["overhead"],
             "glb_write_bytes": glb_write, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
-            "input_bytes": in_bytes, "streams_m": ~take}
+            "input_bytes": in_bytes, "streams_m": streams_m}
