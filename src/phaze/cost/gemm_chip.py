@@ -9,8 +9,18 @@ blocks than cores the streamed rows are split (``s`` parts), and only when that 
 (``q`` parts), whose partial sums are reduced through the GLB (fp32 write + read per part).
 
 Accumulator. ``acc_rows = tc_acc_bytes / (4 C)`` fp32 rows of C outputs. A core's rows are processed in
-passes of ``mb = min(rows, acc_rows)``: for each pass every weight tile is loaded and ``mb`` input rows
-stream through it. No accumulator row (acc_rows = 0) spills every partial sum to the GLB.
+passes of ``mb = min(rows, acc_rows) / split`` rows (rounded up): for each pass every weight tile is loaded
+and ``mb`` input rows stream through it. No accumulator row (acc_rows = 0) spills every partial sum to the GLB.
+
+Pass split (``PASS_SPLITS``; docs/chip-validation.md, session 24). The read port of the accumulator is free
+during a pass's first tile (it only writes), so the previous pass's read-out hides there, and what is left
+after the last tile is the largest pass's read-out (``last_acc``): shorter passes shorten that end and the
+last pass's outputs at the GLB's rate, at no cost where the weight panel stays in the operand buffer, and
+at one more load of the column block's weights per pass where it does not. Each orientation is costed at
+every split; the split taken is the one with the fewest passes whose time is within ``PASS_SPLIT_GAIN`` of
+the fastest (so weights are not reloaded for a negligible gain), and the faster orientation then as before.
+Every candidate is costed once per distinct (core kind, core count, GLB bytes per cycle) of the chips
+(``_groups``): nothing else enters a GEMM's cycles.
 
 Used rows and columns. A weight tile fills ``k_rows = min(K, R)`` array rows and ``c_cols = min(T, C)``
 columns (K < R: attention scores, whose K is the head dimension). Loading a tile writes one array row per
@@ -94,8 +104,8 @@ from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.supply import acc_row_rate
 from phaze.workload.ops import Gemm
 
-PASS_SPLITS = (1, 2, 4, 8)
-PASS_SPLIT_GAIN = 0.01
+PASS_SPLITS = (1, 2, 4, 8)  # passes of 1, 1/2, 1/4, 1/8 of the rows the accumulator holds (module docstring)
+PASS_SPLIT_GAIN = 0.01  # a split with more passes is taken only if it is over 1% faster (a schedule choice)
 ACC_BYTES = 4  # fp32 accumulators (TPU MXUs and tensor cores accumulate bf16/fp16 products in fp32)
 
 
@@ -243,7 +253,9 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray, split: int = 1)
             "save_rem": np.where(rem > 0, save(rem), 0.0), "in_bytes": (b * e * S * g.k) * nt,
             # the last pass's rows leave through the accumulator's read port, cpr cycles a row: after the
             # last tile, whose partial-sum reads keep that port busy (kt_part >= 2; no next pass's first
-            # tile to hide them in); with one tile per pass no partial sum is read, so each row leaves as it
+            # tile to hide them in). With a remainder pass the largest pass's rows are exposed either way: a
+            # full pass's read-out does not fit a shorter pass's first tile, and a remainder pass first leaves a
+            # full pass last. With one tile per pass no partial sum is read, so each row leaves as it
             # is written and only the last row's read is exposed (none without accumulator rows: spill)
             "last_acc": np.where(spill, 0.0, np.where(kt_part >= 2, mb, 1.0) * cpr)}
 
