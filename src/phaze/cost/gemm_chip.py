@@ -142,7 +142,7 @@ FIELDS = ("cycles", "glb", "n_mb", "n_rem", "cyc_mb", "cyc_rem", "reg_mb", "reg_
           "rag_a1", "rag_dr", "rag_rem", "save_mb", "save_rem", "last_acc", "in_bytes")
 
 
-def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray, split: int = 1) -> dict:
+def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray, split=1) -> dict:
     """Per (core kind, core count), the FIELDS: the compute cycles of the busiest core, its GLB bytes, and
     what the tile-by-tile time needs (module docstring): tiles of mb and of rem rows (counts, cycles, GLB
     bytes in whole bank words without outputs), drain events, the tiles a drain spreads over, a pass's
@@ -163,8 +163,7 @@ def _orient(g: Gemm, S: int, T: int, k: dict, cores: np.ndarray, split: int = 1)
     acc_rows = np.floor(k["acc"] / (ACC_BYTES * C))
     spill = acc_rows < 1
     mb = np.where(spill, rows, np.minimum(rows, np.maximum(acc_rows, 1)))
-    if split > 1:  # passes of 1/split the rows the accumulator holds (PASS_SPLITS)
-        mb = np.where(spill, rows, np.ceil(mb / split))
+    mb = np.where(spill, rows, np.ceil(mb / split))  # passes of 1/split the rows it holds (PASS_SPLITS)
     full = np.floor(rows / mb)
     rem = rows - full * mb
     double = k["operand"] >= 2 * R * C * e
@@ -323,11 +322,10 @@ _TILED = [A1] + [FIELDS.index(f) for f in ("cyc_mb", "reg_mb", "events", "drain_
                                           "save_rem")]
 
 
-def _candidates(g: Gemm, k: dict, c: np.ndarray, splits) -> list[tuple[bool, list[np.ndarray]]]:
-    """Per orientation, whether it streams the M side and _orient of each pass split in ``splits``,
-    stacked."""
+def _candidates(g: Gemm, k: dict, c: np.ndarray, split) -> list[tuple[bool, np.ndarray]]:
+    """Per orientation, whether it streams the M side and _orient's fields stacked (``split``: per column)."""
     sides = [(g.m, g.n)] if g.m == g.n else [(g.m, g.n), (g.n, g.m)]
-    return [(S == g.m, [_stack(_orient(g, S, T, k, c, split), len(c)) for split in splits]) for S, T in sides]
+    return [(S == g.m, _stack(_orient(g, S, T, k, c, split), len(c))) for S, T in sides]
 
 
 def _evaluate(o: np.ndarray, inv_core: np.ndarray, inv_bpc: np.ndarray, bpc_core: np.ndarray) -> tuple:
@@ -397,18 +395,21 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
         k_u, c_u, bpc_u = {key: v[first] for key, v in k.items()}, c[first], bpc[first]
     else:
         k_u, c_u, bpc_u = k, c, bpc
-    inv_bpc_u = 1.0 / bpc_u
+    # every pass split side by side (split j of chip i in column j U + i): one _orient call per orientation
+    splits = np.sort(np.asarray(pass_splits or PASS_SPLITS, np.float64))  # fewest passes first
+    n_u, n_s = len(c_u), len(splits)
+    k_s = {key: np.tile(v, n_s) for key, v in k_u.items()}
+    c_s, bpc_s = np.tile(c_u, n_s), np.tile(bpc_u, n_s)
+    inv_bpc_s = 1.0 / bpc_s
+    cols = np.arange(n_u)
     best = None
-    for streams_m, stacks in _candidates(g, k_u, c_u, pass_splits or PASS_SPLITS):
+    for streams_m, o in _candidates(g, k_s, c_s, np.repeat(splits, n_u)):
         # one core's tiles and ends move at that core's slice, not at all the op's cores' (issue 34 item 1b)
-        evals = [_evaluate(o, c_u * inv_bpc_u, inv_bpc_u, bpc_u / c_u) for o in stacks]
+        ev = _evaluate(o, c_s * inv_bpc_s, inv_bpc_s, bpc_s / c_s)
         # the pass split: the fewest passes within PASS_SPLIT_GAIN of the orientation's fastest
-        fastest = np.minimum.reduce([e[3] for e in evals])
-        cand = evals[-1]
-        for e in reversed(evals[:-1]):
-            take = e[3] <= fastest * (1.0 + PASS_SPLIT_GAIN)
-            cand = tuple(np.where(take, a, b) for a, b in zip(e, cand))
-        cand = cand + (np.full(len(c_u), streams_m),)
+        lat = ev[3].reshape(n_s, n_u)
+        pick = np.argmax(lat <= lat.min(axis=0) * (1.0 + PASS_SPLIT_GAIN), axis=0)
+        cand = tuple(x[..., pick * n_u + cols] for x in ev) + (np.full(n_u, streams_m),)
         if best is None:
             best = cand
         else:  # the faster orientation, the first of equals
