@@ -73,6 +73,24 @@ def main() -> None:
         a = arch.accelerator(i)
         print(f"  {mode:9s}: block fwd+bwd serial time {tot.min() * 1e3:.2f} .. {tot.max() * 1e3:.1f} ms; best chip "
               f"{a.num_tc} TC x {a.tc_rows}x{a.tc_cols}, {a.num_vc} VC x {a.vc_width}, GLB {a.glb_bytes >> 20} MiB")
+    one_chip()
+
+
+def one_chip(seconds: float = 3.0) -> None:
+    """The other end: one GEMM on one chip at a time, as a fixed chip's layer schedules ask for it (GPT-2 XL's
+    qkv, scores and fc1 at microbatch 4, on the TPUv4-like chip at 1, 2, 4 and 8 cores), in a loop."""
+    from phaze.cost.gemm import gemm_terms
+    from phaze.hardware.presets import get_accelerator
+    a = get_accelerator("tpuv4-like").as_arrays()
+    gemms = [Gemm("qkv", 1, 4 * 1024, 4800, 1600), Gemm("scores", 4 * 25, 1024, 1024, 64),
+             Gemm("fc1", 1, 4 * 1024, 6400, 1600)]
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for g in gemms:
+            for c in (1, 2, 4, 8):
+                gemm_terms(g, a, c)
+                n += 1
+    print(f"one chip: {(time.perf_counter() - t0) / n * 1e6:.0f} us per GEMM cost ({n} costed)")
 
 
 if __name__ == "__main__":
