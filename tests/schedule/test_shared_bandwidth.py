@@ -51,6 +51,21 @@ def test_two_concurrent_ops_share_the_glb_by_hand():
     assert bandwidth_bound_s(p) == pytest.approx(1.1) and s.lower_bound_s == pytest.approx(1.1)
 
 
+def test_bandwidth_bound_counts_the_bytes_after_a_predecessor_by_hand():
+    # a 1 s vector op that draws nothing, then two 1 s GEMMs on two tensor cores, each drawing all of the GLB:
+    # they cannot both run at full speed, so the best schedule is 1 + 2 = 3 s. The layer's bytes over the
+    # supply (2 s) and the critical path (2 s) say 2; the window after the vector op, [1 s, makespan], must
+    # carry both GEMMs' 200 B at 100 B/s: 3 s, the optimum, so solve proves it.
+    ops = (SchedOp("ln", "vc", ((1, 1.0),), ((0.0, 0.0),)), SchedOp("a", "tc", ((1, 1.0),), ((G, 0.0),)),
+           SchedOp("b", "tc", ((1, 1.0),), ((G, 0.0),)))
+    p = ScheduleProblem(ops, ((0, 1), (0, 2)), 2, 1, G, H)
+    assert bandwidth_bound_s(p) == pytest.approx(3.0, rel=1e-12)
+    s = solve(p, time_limit_s=1.0)
+    assert s.makespan_s == pytest.approx(3.0, rel=1e-12) and s.lower_bound_s == pytest.approx(3.0, rel=1e-12)
+    assert s.relaxed_makespan_s == pytest.approx(2.0) and s.proven_optimal
+    validate(p, s)
+
+
 def test_first_come_and_rigid_by_hand():
     # first come first served (the vector op, ending first in the solver's schedule, goes first): it runs at
     # full speed (60 B/s), the GEMM at 40/80 = 1/2 until 0.5 s, then alone: 0.25 + 0.75 -> ends at 1.25 s
