@@ -69,9 +69,9 @@ def search_runtime(plan_space_name: str, optimizer: str = "adam") -> Runtime:
 # an op alone has all of the GLB and HBM and layer schedules are re-timed under shared bandwidth
 # (phaze.schedule.bandwidth; issue 34 item 1e, session 18) and a search also stores the TPU v4 reference, 5 since
 # the default space buys input staging where a tensor core's input row is narrower than a GLB bank word (issue 34
-# item 1d); stores
+# item 1d), 6 since a GEMM chooses its accumulator pass size (phaze.cost.gemm_chip.PASS_SPLITS, session 24); stores
 # written before carry an older revision (or none) and are refused on --resume.
-CHIP_COST_MODEL_REVISION = 5
+CHIP_COST_MODEL_REVISION = 6
 
 
 @dataclass(frozen=True)
