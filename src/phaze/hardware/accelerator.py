@@ -116,10 +116,25 @@ class Accelerator:
         return float(self.num_vc * self.vc_width * self.freq_hz)
 
     def as_arrays(self) -> "ArchArrays":
-        return ArchArrays.from_accelerators([self])
+        """This chip as a one-row ArchArrays, one object per distinct design and process (``_ONE_ROW``), so the
+        per-chip figures ``ArchArrays.memo`` derives (its SRAM macros, bank rate, supply) are computed once per
+        design, not once per layer problem. Its arrays are read-only."""
+        key = tuple(getattr(self, f) for f in _ARRAY_FIELDS)
+        out = _ONE_ROW.get(key)
+        if out is None:
+            if len(_ONE_ROW) >= ONE_ROW_MAX_ENTRIES:
+                _ONE_ROW.clear()
+            out = ArchArrays.from_accelerators([self])
+            for f in _ARRAY_FIELDS:
+                getattr(out, f).setflags(write=False)
+            _ONE_ROW[key] = out
+        return out
 
 
 _ARRAY_FIELDS = tuple(f.name for f in fields(Accelerator) if f.name != "name")
+# Accelerator.as_arrays's one-row ArchArrays by design (every field but the name); cleared at this many entries
+_ONE_ROW: dict = {}
+ONE_ROW_MAX_ENTRIES = 256
 
 
 def _slice_per_chip(v, idx, n: int):
