@@ -37,10 +37,10 @@ from phaze.validation.chip_energy import energy_costs_pj, phaze_energy_pj  # noq
 OUT = ROOT / "src/phaze/validation/data/chip_energy_panel.json"
 
 
-def phaze_schedule(case: dict, stream: str) -> list[list] | None:
+def phaze_schedule(case: dict, stream: str, split: int = 1) -> list[list] | None:
     """phaze's one-core schedule of the case as ZigZag's temporal ordering, innermost loop first
-    (``phaze.cost.gemm_chip``'s module docstring): passes of ``mb`` streamed rows (B) as many as the
-    accumulator holds, every weight tile (C: the K side, R rows a tile) of a column block (K: the
+    (``phaze.cost.gemm_chip``'s module docstring): passes of ``mb`` streamed rows (B), 1/``split`` of as many
+    as the accumulator holds (``gemm_chip.PASS_SPLITS``; the energy panel's schedule is one pass), every weight tile (C: the K side, R rows a tile) of a column block (K: the
     stationary side, C columns a block) per pass, the column blocks, the passes -- or, when a column block's
     weight panel fits the operand buffer, its passes inside the block (the panel is loaded once). None when
     the loops do not divide (ZigZag takes whole loops only)."""
@@ -51,8 +51,9 @@ def phaze_schedule(case: dict, stream: str) -> list[list] | None:
     if acc_rows < 1 or (K > R and K % R) or (T > C and T % C):
         return None
     mb = min(S, acc_rows)
-    if S % mb:
+    if mb % split or S % (mb // split):
         return None
+    mb //= split
     kt, nt, passes = -(-K // R), -(-T // C), S // mb
     fits = kt * R * C * e <= case["operand_buffer_bytes"]
     loops = [["B", mb], ["C", kt]] + ([["B", passes], ["K", nt]] if fits else [["K", nt], ["B", passes]])

@@ -49,10 +49,15 @@ def test_the_split_never_slows_a_gemm_and_takes_the_fewest_passes_within_the_gai
     arch = ArchArrays.from_accelerators(_chips()[:8])
     one = gemm_terms(G, arch, 1, pass_splits=(1,))["latency_s"]
     each = {s: gemm_terms(G, arch, 1, pass_splits=(s,))["latency_s"] for s in gc.PASS_SPLITS}
-    best = gemm_terms(G, arch, 1)["latency_s"]
+    terms = gemm_terms(G, arch, 1)
+    best = terms["latency_s"]
     assert (best <= one).all()
     # the 256-row accumulator on one 512 B bank takes a split (2.0% faster); the others keep one pass
     assert [bool(x) for x in best < one] == [False] * 4 + [True] + [False] * 3
+    # the split it reports is one whose time it took (and 1 where it kept one pass)
+    taken = [int(s) for s in terms["pass_split"]]
+    assert [s > 1 for s in taken] == [False] * 4 + [True] + [False] * 3
+    assert all(each[s][i] <= best[i] * (1 + 1e-12) for i, s in enumerate(taken))
     for i in range(len(one)):
         fastest = min(each[s][i] for s in gc.PASS_SPLITS)
         # the orientation may differ per split, so the chosen time lies within the gain of the fastest

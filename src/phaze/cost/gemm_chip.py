@@ -379,7 +379,8 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
     (of glb_bytes), acc_row_accesses (accumulator rows read and written), operand_row_loads (weight rows
     written into the operand buffers and read out into the arrays) and input_bytes (the input rows read from
     the GLB, what passes an input staging buffer); streams_m: whether that orientation
-    streams the rows of the M side (else the transposed product streams N). compute_s is the array's time
+    streams the rows of the M side (else the transposed product streams N); pass_split: the PASS_SPLITS
+    entry that orientation takes (passes of 1/pass_split the rows the accumulator holds). compute_s is the array's time
     alone (with the two ends); glb_s the time the GLB imposes: its total traffic at the op's bandwidth, or
     the tile-by-tile time when per-tile transfers stall the array."""
     k = _chip_consts(arch)
@@ -409,7 +410,7 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
         # the pass split: the fewest passes within PASS_SPLIT_GAIN of the orientation's fastest
         lat = ev[3].reshape(n_s, n_u)
         pick = np.argmax(lat <= lat.min(axis=0) * (1.0 + PASS_SPLIT_GAIN), axis=0)
-        cand = tuple(x[..., pick * n_u + cols] for x in ev) + (np.full(n_u, streams_m),)
+        cand = tuple(x[..., pick * n_u + cols] for x in ev) + (np.full(n_u, streams_m), splits[pick])
         if best is None:
             best = cand
         else:  # the faster orientation, the first of equals
@@ -417,9 +418,9 @@ def gemm_chip_terms(g: Gemm, arch: ArchArrays, cores: np.ndarray, hbm_bytes: np.
             best = tuple(np.where(take, a, b) for a, b in zip(cand, best))
     if grp is not None:
         best = tuple(x.take(inv, axis=-1) for x in best)
-    comp, glb, glb_c, lat, counts, streams_m = best
+    comp, glb, glb_c, lat, counts, streams_m, split = best
     glb_write, acc_rows, w_rows, in_bytes = counts
     return {"compute_s": comp * cs, "glb_s": glb_c * cs, "hbm_s": hbm_s,
             "glb_bytes": glb, "hbm_bytes": hbm_bytes, "latency_s": np.maximum(lat * cs, hbm_s) + k["overhead"],
             "glb_write_bytes": glb_write, "acc_row_accesses": acc_rows, "operand_row_loads": w_rows,
-            "input_bytes": in_bytes, "streams_m": streams_m}
+            "input_bytes": in_bytes, "streams_m": streams_m, "pass_split": split}

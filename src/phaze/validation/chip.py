@@ -165,6 +165,15 @@ def phaze_cycles(case: dict) -> float:
     return float(gemm_latency_s(panel_gemm(case), acc.as_arrays(), cores=panel_cores(case))[0]) * acc.freq_hz
 
 
+def phaze_schedule_choice(case: dict) -> tuple[str, int]:
+    """The schedule :func:`phaze_cycles` costs: the orientation ("m": the M side's rows stream, "n": the
+    transposed product's) and the accumulator pass split (``phaze.cost.gemm_chip.PASS_SPLITS``)."""
+    from phaze.cost.gemm import gemm_terms
+
+    t = gemm_terms(panel_gemm(case), panel_accelerator(case).as_arrays(), panel_cores(case))
+    return ("m" if bool(t["streams_m"][0]) else "n"), int(t["pass_split"][0])
+
+
 def _tool(case: dict, tool: str) -> float | None:
     r = case.get(tool) or {}
     c = r.get("cycles")
