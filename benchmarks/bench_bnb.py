@@ -45,7 +45,8 @@ def main() -> None:
     rows = []  # (label, chip, key, problem, result)
     trivial = 0
     for label, chip, graph, tier in all_cases:
-        problem = build_problem(graph, chip, tier)
+        # what the solvers optimize: every op at full bandwidth (``solve`` re-times its schedule afterwards)
+        problem = build_problem(graph, chip, tier).relaxed()
         reduced = isolated_fastest(problem)
         if heuristic_timing(reduced).makespan <= lower_bound_s(reduced) * (1 + RTOL):
             trivial += 1

@@ -43,6 +43,19 @@ def test_chain_ops_are_fixed_to_their_fastest_mode():
     assert r.ops[1].modes == p.ops[1].modes and r.ops[2].modes == p.ops[2].modes
 
 
+def test_a_fixed_mode_keeps_its_own_bandwidth_rates():
+    # the chain's vector ops are fixed to their fastest mode; each keeps that mode's (GLB, HBM) rate, and an op
+    # left free keeps all of its rates (a fixed op with the other modes' rates would be refused)
+    ops = (SchedOp("a", "vc", ((1, 4.0), (2, 2.5)), ((1e9, 2e9), (3e9, 4e9))),
+           SchedOp("g", "tc", ((1, 3.0), (2, 2.0)), ((5e9, 6e9), (7e9, 8e9))),
+           SchedOp("w", "tc", ((1, 3.0), (2, 2.0))), SchedOp("b", "vc", ((1, 1.0), (2, 0.9)), ((1e9, 0.0), (2e9, 0.0))))
+    p = ScheduleProblem(ops, ((0, 1), (0, 2), (1, 3)), num_tc=2, num_vc=2, glb_supply_Bps=1e10, hbm_supply_Bps=1e10)
+    r = isolated_fastest(p)
+    assert r.ops[0].modes == ((2, 2.5),) and r.ops[0].rates == ((3e9, 4e9),)
+    assert r.ops[3].modes == ((2, 0.9),) and r.ops[3].rates == ((2e9, 0.0),)
+    assert r.ops[1] == p.ops[1] and r.ops[2] == p.ops[2]
+
+
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 2 ** 32 - 1), st.integers(1, 3))
 def test_twin_symmetry_breaking_keeps_the_optimum(seed, n):

@@ -62,6 +62,9 @@ class NodeModel:
                     b = max((b for b, kb in enumerate(self.ks[j]) if ka + kb <= caps[c]), default=-1)
                     fit.append(b)
                 self.pairs.append((i, j, tuple(fit)))
+        # per kind: its contending ops by decreasing tail (ties by index), the energetic bound's order
+        self.by_tail = tuple([i for i in sorted(range(n), key=lambda i: -self.tail[i])
+                              if self.kind[i] == c and not self.delay[i]] for c in range(3))
         # per op: the pairs among its direct predecessors (both must end before it starts)
         self.pred_pairs = [[pr for pr in self.pairs if pr[0] in self.preds[s] and pr[1] in self.preds[s]]
                            for s in range(n)]
@@ -190,44 +193,49 @@ class NodeModel:
                     return lb
         # energetic: ops not started with head >= r0 and tail >= q0 run in [r0, makespan - q0]
         for c in range(3):
-            items = [(head[i], tail[i], work[i]) for i in range(n)
-                     if not started >> i & 1 and kind[i] == c and not delay[i]]
+            items = [(head[i], tail[i], work[i]) for i in self.by_tail[c] if not started >> i & 1]
             if not items:
                 continue
-            items.sort(key=lambda it: -it[1])
             cap = caps[c]
             rl = run[c]
             for r0 in sorted({it[0] for it in items}):
                 acc = 0.0
+                # x: the earliest time >= r0 by which the free cores can have done acc core-seconds (the free
+                # cores only grow as the running ops end): r0 + acc / cap when none is running after r0
+                segs = [(e, k) for e, k in rl if e > r0]
+                if not segs:
+                    for ri, qi, w in items:
+                        if ri < r0:
+                            continue
+                        acc += w
+                        x = r0 + acc / cap + qi
+                        if x > lb:
+                            lb = x
+                    continue
+                used0 = 0
+                for _, k in segs:
+                    used0 += k
                 for ri, qi, w in items:
                     if ri < r0:
                         continue
                     acc += w
-                    x = finv(rl, cap, r0, acc) + qi
+                    rem, used, x = acc, used0, r0
+                    for e, k in segs:
+                        free = cap - used
+                        if free > 0:
+                            seg = (e - x) * free
+                            if seg >= rem:
+                                x = x + rem / free
+                                break
+                            rem -= seg
+                        x = e
+                        used -= k
+                    else:
+                        x = x + rem / cap
+                    x += qi
                     if x > lb:
                         lb = x
             if lb >= thr:
                 return lb
         return lb
 
-
-def finv(run, cap, r0, w):
-    """Earliest x >= r0 whose integral of free cores over [r0, x] is >= w; run: sorted (end, cores) of the
-    running ops (the free cores only grow as they end)."""
-    used = 0
-    for e, k in run:
-        if e > r0:
-            used += k
-    x = r0
-    for e, k in run:
-        if e <= r0:
-            continue
-        free = cap - used
-        if free > 0:
-            seg = (e - x) * free
-            if seg >= w:
-                return x + w / free
-            w -= seg
-        x = e
-        used -= k
-    return x + w / cap

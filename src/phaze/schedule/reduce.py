@@ -47,10 +47,10 @@ def isolated_fastest(problem: ScheduleProblem) -> ScheduleProblem:
     for i, op in enumerate(problem.ops):
         if len(op.modes) == 1:
             continue
-        fast = min(op.modes, key=lambda m: (m[1], m[0]))
+        f = min(range(len(op.modes)), key=lambda m: (op.modes[m][1], op.modes[m][0]))
         others = sum(max(k for k, _ in problem.ops[j].modes) for j in over[i])
-        if fast[0] + others <= problem.capacity(op.kind):
-            ops[i] = replace(op, modes=(fast,))
+        if op.modes[f][0] + others <= problem.capacity(op.kind):
+            ops[i] = replace(op, modes=(op.modes[f],), rates=(op.rates[f],) if op.rates else ())
     if ops == list(problem.ops):
         return problem
     return replace(problem, ops=tuple(ops))
