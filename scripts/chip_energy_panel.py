@@ -132,13 +132,10 @@ def main() -> int:
             runs["deep"] = dict(cache[key(deep[c["name"]], st)], stream=st, lpf_limit=args.deep_lpf)
         failed += any("error" in r for k, r in runs.items() if k != "schedule" or c["name"] in sched)
         rows.append(dict(c, zigzag=runs))
-    doc = {"description": "GEMM panel energies for `phaze validate --chip`: the latency panel's cases with "
-                          "phaze's energy constants of each core, and ZigZag's minimum-energy mapping under the "
-                          "same constants (pJ); see docs/chip-validation.md",
-           "tools": {"zigzag-dse": chip_panel._tool_version(args.zigzag_python, "zigzag-dse")},
-           "command": ".venv/bin/python scripts/chip_energy_panel.py --zigzag-python ../scratch-zz/bin/python",
-           "cases": rows}
-    Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
+    chip_panel.write_zigzag_doc(args.output, "GEMM panel energies for `phaze validate --chip`: the latency panel's "
+                                "cases with phaze's energy constants of each core, and ZigZag's minimum-energy mapping "
+                                "under the same constants (pJ); see docs/chip-validation.md",
+                                args.zigzag_python, "chip_energy_panel.py", rows)
     print(f"wrote {args.output}: {len(rows)} cases ({failed} with a failed run)")
     return 0
 

@@ -534,6 +534,14 @@ def _tool_version(python: str, dist: str, fallback: str = "unknown") -> str:
     return r.stdout.strip() or "unknown"
 
 
+def write_zigzag_doc(path: str, description: str, zigzag_python: str, script: str, rows: list[dict]) -> None:
+    """Write a ZigZag-only data file (the energy panel, the schedule check): its description, ZigZag's version,
+    the command that made it (``script`` under scripts/) and its cases."""
+    doc = {"description": description, "tools": {"zigzag-dse": _tool_version(zigzag_python, "zigzag-dse")},
+           "command": f".venv/bin/python scripts/{script} --zigzag-python ../scratch-zz/bin/python", "cases": rows}
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def _run_tool(python: str, tool: str, case: dict, stream: str, timeout_s: float, split: str = "row",
               default_datapath: bool = False) -> dict:
     try:

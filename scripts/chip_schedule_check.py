@@ -80,12 +80,9 @@ def main() -> int:
                      "phaze_cycles": phaze_cycles(c), "zigzag_search_cycles": stored[c["name"]]["zigzag"]["cycles"],
                      "zigzag_schedule_cycles_by_port": cycles,
                      "zigzag_schedule_cycles": min(cycles.values()) if cycles else None})
-    doc = {"description": "ZigZag's cycles of phaze's own split schedules (a fixed temporal ordering, no search) "
-                          "beside ZigZag's search minimum; see docs/chip-validation.md",
-           "tools": {"zigzag-dse": chip_panel._tool_version(args.zigzag_python, "zigzag-dse")},
-           "command": ".venv/bin/python scripts/chip_schedule_check.py --zigzag-python ../scratch-zz/bin/python",
-           "cases": rows}
-    Path(args.output).write_text(json.dumps(doc, indent=1) + "\n")
+    chip_panel.write_zigzag_doc(args.output, "ZigZag's cycles of phaze's own split schedules (a fixed temporal "
+                                "ordering, no search) beside ZigZag's search minimum; see docs/chip-validation.md",
+                                args.zigzag_python, "chip_schedule_check.py", rows)
     print(f"wrote {args.output}: {len(rows)} cases")
     return 0
 
