@@ -22,6 +22,7 @@ from phaze.placement.evaluation import lane_ops_per_s
 from phaze.placement.layer_costs import LayerCosts, model_forward_flops_per_sequence
 from phaze.schedule import ScheduleCache, build_problem, solve_cached
 from phaze.search.bounds import SLOTS, with_times
+from phaze.search.spec import SCHEDULE_TIME_LIMIT_S
 from phaze.units import GiB
 from phaze.workload.config import ModelConfig
 from phaze.workload.graphs import layer_graph
@@ -62,7 +63,7 @@ class ChipTask:
     global_batch: int
     devices: int
     incumbent_score: float  # best score known when the task was sent (prune below it)
-    schedule_time_limit_s: float = 1.0
+    schedule_time_limit_s: float = SCHEDULE_TIME_LIMIT_S
     # CP-SAT subsolvers (the fallback after the branch and bound) taking turns on one thread: one is fastest
     # (measured: 0.35 s vs 1.8 s per chip with 8 on BERT-Large's near-best chips); unproven ones are counted
     schedule_subsolvers: int = 1

@@ -18,7 +18,7 @@ from phaze.search.fixed_plan import fixed_chip_plan
 from phaze.search.objective import chip_weights, search_candidates
 from phaze.search.results import AtHbm, ChipRow, ReferenceRow, SearchResult, chip_rows, reference_rows
 from phaze.search.executor import abort, make_executor
-from phaze.search.spec import SearchSpec
+from phaze.search.spec import SCHEDULE_TIME_LIMIT_S, SearchSpec
 from phaze.search.store import Store
 from phaze.units import GiB
 
@@ -164,7 +164,7 @@ def _seed_from_joint(joint: dict, k: int, ref_seq_per_s: float, sub: Store, cand
 
 def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, workers: int = 2, backend: str = "local",
                address: str | None = None, resume: bool = False, prune: bool = True, quiet: bool = False,
-               schedule_time_limit_s: float = 1.0, namespace: str = "", executor=None,
+               namespace: str = "", executor=None,
                why: bool = True) -> SearchResult:
     """Search ``spec``; every finished chip is committed to ``store_path`` as it completes (under
     ``namespace`` when the file holds several searches, see ``Store.open``). ``executor``: a pool to use
@@ -225,7 +225,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             reals = reals_job.result()
             store.put_meta("real_references", [r.to_dict() for r in reals])
         ref_tput = [r.best_seq_per_s or 1.0 for r in refs]
-        bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, schedule_time_limit_s,
+        bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, SCHEDULE_TIME_LIMIT_S,
                             weights, clusters)
         prog.note(f"exact evaluation in bound order ({workers} worker{'s' if workers > 1 else ''}); candidates "
                   f"the bounds rule out are counted as they go")
@@ -241,7 +241,7 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
                 sub = store.scoped(k)
                 _seed_from_joint(joint, k, ref_tput[k], sub, cands, weights, spec.hbm_gib)
                 bb_k = BranchAndBound(replace(spec, models=(m,)), cands, [b], [ref_tput[k]], cluster, sub.load(),
-                                      prune, schedule_time_limit_s, weights, clusters)
+                                      prune, SCHEDULE_TIME_LIMIT_S, weights, clusters)
                 prog.note(f"best chip for {m.name} alone (the same exact search; joint results reused)")
                 prog.stage(f"{m.name} alone", total, "candidates")
                 prog.update(bb_k.resolved())

@@ -69,9 +69,15 @@ def search_runtime(plan_space_name: str, optimizer: str = "adam") -> Runtime:
 # an op alone has all of the GLB and HBM and layer schedules are re-timed under shared bandwidth
 # (phaze.schedule.bandwidth; issue 34 item 1e, session 18) and a search also stores the TPU v4 reference, 5 since
 # the default space buys input staging where a tensor core's input row is narrower than a GLB bank word (issue 34
-# item 1d), 6 since a GEMM chooses its accumulator pass size (phaze.cost.gemm_chip.PASS_SPLITS, session 24); stores
-# written before carry an older revision (or none) and are refused on --resume.
-CHIP_COST_MODEL_REVISION = 6
+# item 1d), 6 since a GEMM chooses its accumulator pass size (phaze.cost.gemm_chip.PASS_SPLITS, session 24), 7 since
+# the references are scored to the candidates' schedule budget (SCHEDULE_TIME_LIMIT_S, session 25); stores written
+# before carry an older revision (or none) and are refused on --resume.
+CHIP_COST_MODEL_REVISION = 7
+# Per-layer schedule budget (``phaze.schedule.solve``'s work budget, seconds) of every chip a co-search scores:
+# its candidates, its references and the counterfactual chips of ``phaze.search.why`` (``fixed_plan``), so the
+# chips it compares are costed by the same machinery to the same budget (before session 25 the fixed chips had
+# ``compute_layer_costs``'s 5 s, the candidates 1 s)
+SCHEDULE_TIME_LIMIT_S = 1.0
 
 
 @dataclass(frozen=True)
