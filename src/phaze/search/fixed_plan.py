@@ -16,8 +16,8 @@ _CACHE = ScheduleCache()
 def fixed_chip_plan(model, chip, spec, cluster, schedule_cache=None):
     """A fixed chip's best plan in the co-search's plan space and runtime (``spec.plan_space``,
     ``spec.runtime``; ``spec`` a ``SearchSpec``) at the candidates' schedule budget (``SCHEDULE_TIME_LIMIT_S``):
-    what the TPUv4-like reference and the Spotlight-style chip are scored by. Only the settings whose lower-bound plan can win are costed exactly
-    (``phaze.placement.best_first``: the same best plan as ``optimize``)."""
+    what the TPUv4-like reference and the Spotlight-style chip are scored by. Only the settings whose lower-bound
+    plan can win are costed exactly (``phaze.placement.best_first``: the same best plan as ``optimize``)."""
     from phaze.placement.best_first import optimize_best
 
     return optimize_best(model, chip, cluster, spec.global_batch, spec.runtime, spec.plan_space,
