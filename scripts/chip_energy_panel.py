@@ -40,8 +40,9 @@ OUT = ROOT / "src/phaze/validation/data/chip_energy_panel.json"
 def phaze_schedule(case: dict, stream: str, split: int = 1) -> list[list] | None:
     """phaze's one-core schedule of the case as ZigZag's temporal ordering, innermost loop first
     (``phaze.cost.gemm_chip``'s module docstring): passes of ``mb`` streamed rows (B), 1/``split`` of as many
-    as the accumulator holds (``gemm_chip.PASS_SPLITS``; the energy panel's schedule is one pass), every weight tile (C: the K side, R rows a tile) of a column block (K: the
-    stationary side, C columns a block) per pass, the column blocks, the passes -- or, when a column block's
+    as the accumulator holds (``gemm_chip.PASS_SPLITS``; the energy panel's schedule is one pass), every
+    weight tile (C: the K side, R rows a tile) of a column block (K: the stationary side, C columns a block) per
+    pass, the column blocks, the passes -- or, when a column block's
     weight panel fits the operand buffer, its passes inside the block (the panel is loaded once). None when
     the loops do not divide (ZigZag takes whole loops only)."""
     e = case["bytes_per_element"]

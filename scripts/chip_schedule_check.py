@@ -53,7 +53,8 @@ def main() -> int:
             cases.append((c, stream, split, phaze_schedule(c, stream, split)))
     cache_path = Path(args.cache)
     cache = json.loads(cache_path.read_text()) if cache_path.exists() else {}
-    key = lambda c, order, stream, port: f"{stream}|{port}|{json.dumps(order)}|{json.dumps(c, sort_keys=True)}"  # noqa: E731
+    def key(c, order, stream, port):
+        return f"{stream}|{port}|{json.dumps(order)}|{json.dumps(c, sort_keys=True)}"
     jobs = [(c, order, stream, port) for c, stream, _, order in cases if order
             for port in chip_panel._distinct_splits(c)
             if key(c, order, stream, port) not in cache or "error" in cache[key(c, order, stream, port)]]
