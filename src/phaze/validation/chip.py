@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import resources
 
-from phaze.cost.gemm import gemm_latency_s
+from phaze.cost.gemm import gemm_latency_s, gemm_terms
 from phaze.errors import ConfigError
 from phaze.hardware.accelerator import Accelerator
 from phaze.validation.goals import goal
@@ -168,8 +168,6 @@ def phaze_cycles(case: dict) -> float:
 def phaze_schedule_choice(case: dict) -> tuple[str, int]:
     """The schedule :func:`phaze_cycles` costs: the orientation ("m": the M side's rows stream, "n": the
     transposed product's) and the accumulator pass split (``phaze.cost.gemm_chip.PASS_SPLITS``)."""
-    from phaze.cost.gemm import gemm_terms
-
     t = gemm_terms(panel_gemm(case), panel_accelerator(case).as_arrays(), panel_cores(case))
     return ("m" if bool(t["streams_m"][0]) else "n"), int(t["pass_split"][0])
 
