@@ -100,9 +100,10 @@ def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int
     chunk_act = []
     for e, nb, h, out, back in places:
         has_e, has_h = has_e or bool(e), has_h or bool(h)
-        x = chunks.get((mode, e, nb, h))
+        key = (id(c), e, nb, h, topo.pp_tier, topo.tp_tier)  # what a chunk's figures depend on
+        x = chunks.get(key)
         if x is None:  # the chunks of a balanced plan repeat a few layer counts: each is summed once
-            x = chunks[(mode, e, nb, h)] = _chunk(c, e, nb, h, topo)
+            x = chunks[key] = _chunk(c, e, nb, h, topo)
         sums_of, act, work, big, out_s, in_s = x
         chunk_act.append(act)
         for f, val in sums_of.items():
@@ -128,10 +129,12 @@ def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int
 def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, cluster: Cluster,
                    global_batch: int, device: DeviceSpec, *, num_blocks: int,
                    model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool | None = None,
-                   time_model: str = "given") -> Evaluation:
+                   time_model: str = "given", chunk_cache: dict | None = None) -> Evaluation:
     """Evaluate ``plan`` from per-layer costs: ``costs`` maps each recompute mode the plan uses to its
     LayerCosts (or is one LayerCosts used for every stage). ``overlap_dp`` overrides ``plan.dp_overlap``
-    (None: the plan's)."""
+    (None: the plan's). ``chunk_cache``: a dict shared by the evaluations of one search (keyed by the id of
+    the costs: the caller keeps them alive while it lives), so plans differing only in ZeRO stage or
+    microbatch count sum their chunks' layers once."""
     if overlap_dp is None:
         overlap_dp = plan.dp_overlap
     check_batch(plan, global_batch)
@@ -149,7 +152,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
     n_chunks = len(plan.stages)
     stages: list[StageBreakdown] = []
     T, R = [], []
-    chunks: dict = {}  # (mode, e, nb, h) -> _chunk's figures
+    chunks: dict = {} if chunk_cache is None else chunk_cache  # _chunk's figures
     figures: dict = {}  # (mode, its chunks' places) -> _stage_figures
     for i in range(p):
         mode = plan.recompute_of(i)
@@ -208,12 +211,15 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
         memory_reserve_bytes=device.memory_reserve_bytes)
 
 
+_CHUNKS = object()  # the key of an ``evaluate_costs_memo`` memo's chunk cache (its other keys are tuples)
+
+
 def evaluate_costs_memo(memo: dict | None, plan: Plan, costs, cluster: Cluster, global_batch: int,
                        device: DeviceSpec, *, num_blocks: int, overlap_dp: bool) -> Evaluation:
     """``evaluate_costs`` through ``memo`` (None: no memo), keyed by the plan and the identity of its costs: a
     plan search evaluates some plans twice (a uniform interleaved plan as its own combination and as one
     mode of a per-device recompute search). The caller keeps the costs alive while the memo lives, and gives
-    one cluster, batch and device per memo."""
+    one cluster, batch and device per memo. The memo also holds the evaluations' chunk cache."""
     if memo is None:
         return evaluate_costs(plan, costs, cluster, global_batch, device, num_blocks=num_blocks,
                               overlap_dp=overlap_dp)
@@ -221,7 +227,7 @@ def evaluate_costs_memo(memo: dict | None, plan: Plan, costs, cluster: Cluster, 
     ev = memo.get(key)
     if ev is None:
         ev = memo[key] = evaluate_costs(plan, costs, cluster, global_batch, device, num_blocks=num_blocks,
-                                        overlap_dp=overlap_dp)
+                                        overlap_dp=overlap_dp, chunk_cache=memo.setdefault(_CHUNKS, {}))
     return ev
 
 

@@ -10,6 +10,9 @@ so for bounds U >= max T and W >= max R each device independently takes its fast
 R <= W and memory within capacity. Trying every U among the T values and every W among the R values is
 exact: at U = max T and W = max R of an optimal assignment the per-device choice is no slower, and the
 choice at any (U, W) costs at most sum/v + (m - 1/v) U + W. All (U, W) pairs are checked at once (numpy).
+The plan is evaluated (``evaluate_costs``) only when it mixes modes and its objective can beat the caller's
+cutoff: an all-one-mode optimum is its uniform combination's, and the objective is the evaluation's iteration
+time (the same sum, up to rounding: the cutoff carries a relative margin ``CUTOFF_RTOL`` for that).
 """
 from __future__ import annotations
 
@@ -24,14 +27,16 @@ from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 
+CUTOFF_RTOL = 1e-9  # an objective within this of the cutoff is still evaluated (summation order may differ)
+
 
 def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
                       global_batch: int, device: DeviceSpec, overlap_dp: bool, memo: dict | None = None,
-                      **plan_kw) -> tuple | None:
+                      cutoff_s: float = np.inf, **plan_kw) -> tuple | None:
     """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
     (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero), or None when no
-    assignment fits. ``memo``: the uniform plans' evaluations shared with the caller
-    (``evaluate_costs_memo``)."""
+    assignment fits, the best uses one mode on every device (its uniform plan is that), or it cannot beat
+    ``cutoff_s``. ``memo``: the uniform plans' evaluations shared with the caller (``evaluate_costs_memo``)."""
     modes = list(costs)
     T, R, M = [], [], []
     for r in modes:  # one evaluation per mode gives every device's figures under that mode
@@ -54,6 +59,8 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
         return None
     u, w = np.unravel_index(int(np.argmin(obj)), obj.shape)
     choice = np.argmin(np.where(ok[u, w], T, np.inf), axis=0)
+    if (choice == choice[0]).all() or obj[u, w] > cutoff_s * (1 + CUTOFF_RTOL):
+        return None
     chosen = tuple(modes[int(k)] for k in choice)
     plan = Plan.balanced(num_blocks, p, interleave=v, recompute=Recompute(chosen), **plan_kw)
     ev = evaluate_costs(plan, {r: costs[r] for r in set(chosen)}, cluster, global_batch, device,

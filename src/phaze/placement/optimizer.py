@@ -303,8 +303,8 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
         kw.pop("recompute")
-        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, shared.evals, **kw)
-        if found is None or found[0].recompute.is_uniform:
+        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, shared.evals, cutoff_s, **kw)
+        if found is None:
             return None
         plan, obj = found
         return Candidate(obj, plan, {r: c[r] for r in plan.recompute.modes})

@@ -98,6 +98,10 @@ class ChipResult:
     bound_only: bool = False  # bounded by the lower-bound layer times alone (no exact time was needed)
     schedules_reused: int = 0  # of schedules_solved: answered by the worker's content-hashed schedule cache
     #                            (counted in this run only; not stored)
+    # a bounded result's score is either an upper bound (the chip scores at most it) or, strict, the incumbent
+    # the chip was proven to stay below by the tie tolerance (it scores less than score x (1 - TIE_RTOL));
+    # the sibling bounds of ``evaluate_chips`` use the difference (not stored: a loaded result is not strict)
+    strict: bool = False
 
 
 def _device(acc: Accelerator, gib: int) -> DeviceSpec:
@@ -200,12 +204,15 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
                 lb = {i: times_cache[i] if i in times_cache else setting_times(task, mt, i, counter, exact=False)
                       for i in idx}
                 cut = B / max(threshold_seq_per_s, best_tput) * (1 + TIE_RTOL)
-                if _best(costs_of(idx, lb.__getitem__), task, mt, gib, cut) is None:
+                found = _best(costs_of(idx, lb.__getitem__), task, mt, gib, cut)
+                if found is None or found.iteration_time_s >= cut:  # (a plan at or above the cutoff: none below)
                     continue
             for i in idx:
                 if i not in times_cache:
                     times_cache[i] = setting_times(task, mt, i, counter, exact=True)
-        cand = _best(costs_of(idx, times_cache.__getitem__), task, mt, gib)
+        # only a plan that beats both the threshold and this chip's best unit so far changes the answer
+        beat_s = min(cutoff, best.iteration_time_s) if best is not None else cutoff
+        cand = _best(costs_of(idx, times_cache.__getitem__), task, mt, gib, beat_s)
         if cand is not None and B / cand.iteration_time_s > best_tput:
             best, best_tput = cand, B / cand.iteration_time_s
     return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL), probed
@@ -251,7 +258,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     weights = task.weight_by_hbm or {}
     dominated_by: float | None = None
     dominated_w = math.inf  # the weight at the size that fell below the incumbent
-    bound_only = False
+    bound_only = strict = False
     carry = None  # (result, per-model peak memory of its plans) at a larger HBM
 
     def score_of(outcomes, gib) -> float:
@@ -262,7 +269,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
         w = weights.get(gib, 1.0)
         if dominated_by is not None and w >= dominated_w:
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
-                                      bound_only, counter[2]))
+                                      bound_only, counter[2], strict))
             continue
         if carry is not None and all(mem <= gib * GiB for mem in carry[1]):
             # the larger HBM's best plans fit this one too, and a smaller HBM cannot do better
@@ -270,7 +277,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
             results.append(replace(carry[0], hbm_gib=gib, score=score, schedules_solved=counter[0],
                                    schedules_not_optimal=counter[1], schedules_reused=counter[2]))
             if score < task.incumbent_score * (1 - TIE_RTOL):
-                dominated_by, dominated_w, bound_only = score, w, False
+                dominated_by, dominated_w, bound_only, strict = score, w, False, False
             continue
         carry = None
         outcomes, exact, mems, probed = [], True, [], 0
@@ -289,9 +296,9 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
             mems.append(_plan_memory_bytes(task, mt, cand, gib) if cand is not None else math.inf)
         if not exact:  # one model below its threshold: the chip cannot reach the incumbent
             # (probed == 0: decided by lower-bound layer times alone, so by the chip's lower bounds)
-            dominated_by, dominated_w, bound_only = task.incumbent_score, w, probed == 0
+            dominated_by, dominated_w, bound_only, strict = task.incumbent_score, w, probed == 0, True
             results.append(ChipResult(task.index, gib, "bounded", dominated_by, (), counter[0], counter[1],
-                                      bound_only, counter[2]))
+                                      bound_only, counter[2], strict))
             continue
         score = score_of(outcomes, gib)
         status = "exact" if all(o.throughput_seq_per_s > 0 for o in outcomes) else "infeasible"
@@ -300,7 +307,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
         if status == "exact":
             carry = (results[-1], mems)
         if status == "exact" and score < task.incumbent_score * (1 - TIE_RTOL):
-            dominated_by, dominated_w = score, w
+            dominated_by, dominated_w, strict = score, w, False
     return results
 
 
@@ -312,15 +319,18 @@ def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
     With a network axis the batch holds a chip's candidates together, fastest network first, and a candidate
     whose chip was already evaluated on a network at least as fast (``at_least_as_fast``: no plan is slower
     there) is bounded by that result at each HBM size (``sibling_bounds``): one evaluation rules out a chip on
-    all its slower networks."""
+    all its slower networks. A strict bound (the chip on the faster network stayed below an incumbent) rules
+    it out whenever the incumbent is no lower now; an upper bound when it is below the incumbent."""
     out: list[list[ChipResult]] = []
     seen: list[tuple[ChipTask, list[ChipResult]]] = []
     for t in tasks:
         bound = sibling_bounds(t, seen)
-        cut = tuple(g for g in t.hbm_gib if bound.get(g, math.inf) < t.incumbent_score * (1 - TIE_RTOL))
+        inc = t.incumbent_score
+        cut = tuple(g for g in t.hbm_gib if g in bound
+                    and (bound[g][0] <= inc if bound[g][1] else bound[g][0] < inc * (1 - TIE_RTOL)))
         rest = tuple(g for g in t.hbm_gib if g not in cut)
         results = (evaluate_chip(replace(t, hbm_gib=rest)) if rest else []) \
-            + [ChipResult(t.index, g, "bounded", bound[g], (), 0, 0) for g in cut]
+            + [ChipResult(t.index, g, "bounded", bound[g][0], (), 0, 0, strict=bound[g][1]) for g in cut]
         results.sort(key=lambda r: -r.hbm_gib)
         out.append(results)
         if t.network is not None:
@@ -329,9 +339,11 @@ def evaluate_chips(tasks: tuple[ChipTask, ...]) -> list[list[ChipResult]]:
 
 
 def sibling_bounds(task: ChipTask, seen) -> dict:
-    """Per HBM size of ``task``, an upper bound of its score from the results ``seen`` of the same chip on a
+    """Per HBM size of ``task``, (bound, strict) of its score from the results ``seen`` of the same chip on a
     network at least as fast: its throughput there is no lower, so its score is at most that result's score
-    (exact, or the upper bound of a bounded one) times the ratio of the two candidates' objective weights."""
+    (exact, or the upper bound of a bounded one) times the ratio of the two candidates' objective weights, and
+    below that times (1 - TIE_RTOL) when the result is strict (``ChipResult.strict``); the least bound wins,
+    strict on a tie."""
     out: dict = {}
     if task.network is None:
         return out
@@ -342,6 +354,6 @@ def sibling_bounds(task: ChipTask, seen) -> dict:
         theirs = other.weight_by_hbm or {}
         for r in results:
             if r.hbm_gib in task.hbm_gib:
-                b = r.score * theirs.get(r.hbm_gib, 1.0) / mine.get(r.hbm_gib, 1.0)
-                out[r.hbm_gib] = min(out.get(r.hbm_gib, math.inf), b)
+                b = (r.score * theirs.get(r.hbm_gib, 1.0) / mine.get(r.hbm_gib, 1.0), r.strict)
+                out[r.hbm_gib] = min(out.get(r.hbm_gib, (math.inf, False)), b, key=lambda x: (x[0], not x[1]))
     return out
