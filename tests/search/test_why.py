@@ -12,6 +12,7 @@ from phaze.hardware.presets import TPUV4_LIKE, get_cluster
 from phaze.placement import optimize
 from phaze.search import SearchSpec, run_search
 from phaze.search.fronts import front_2d
+from phaze.search.spec import SCHEDULE_TIME_LIMIT_S
 from phaze.search.why import decompose, wins_because
 from tinysearch import SPACE, TINY
 
@@ -25,9 +26,11 @@ def spec(**kw):
 
 def independent_tput(s, chip, cluster=None) -> float:
     """The chip's best-plan throughput straight from the plan optimizer (not through the decomposition), on
-    ``cluster`` (default: the search's)."""
+    ``cluster`` (default: the search's), at the search's schedule budget (with shared bandwidth a layer's time
+    can depend on it: the schedules the branch and bound passes are re-timed)."""
     res = optimize(TINY, chip, cluster or get_cluster(s.cluster, s.devices), s.global_batch, s.runtime,
-                   s.plan_space, devices=s.devices, top_k=0, baselines=False)
+                   s.plan_space, devices=s.devices, top_k=0, baselines=False,
+                   schedule_time_limit_s=SCHEDULE_TIME_LIMIT_S)
     return res.best.throughput_seq_per_s
 
 

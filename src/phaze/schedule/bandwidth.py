@@ -18,8 +18,9 @@ time share the supply. ``share_bandwidth`` re-times a schedule so they never dra
 - Order: each core keeps its ops in the solver's order, and an op starts as soon as its predecessors and
   the previous op on each of its cores have ended (the solver's core assignment is kept).
 
-``best_shared`` is what ``solve`` returns: the shortest of the solvers' schedule re-timed under two sharing
-policies (max-min fair, first come first served in the solver's order), ``rigid_schedule`` (list scheduling
+``best_shared`` is what ``solve`` returns: the shortest of the solvers' schedules (the branch and bound's best
+and each schedule it improved on, from the heuristic's) re-timed under two sharing policies (max-min fair,
+first come first served in the solver's order), ``rigid_schedule`` (list scheduling
 with the GLB and HBM rates as two more cumulative resources: no op slowed, none over the supply) and
 ``serial_schedule`` (every op on its fastest mode, tensor and vector ops one after another, so never two
 drawing bandwidth at once; collectives on the network port as the dependencies allow). So a layer is never
@@ -185,12 +186,13 @@ def _makespan(ops: Sequence[ScheduledOp]) -> float:
     return max((so.end_s for so in ops), default=0.0)
 
 
-def best_shared(problem: ScheduleProblem, ops: Sequence[ScheduledOp]) -> tuple[ScheduledOp, ...]:
-    """The shortest of the schedules that keep the shared supply (module docstring): the solvers' schedule
-    ``ops`` re-timed under each sharing policy, the serial schedule and the rigid list schedule. (Solving
-    again with each op as long as sharing made it was tried and gained nothing on GPT-2 XL's layers.)"""
-    cands = ([share_bandwidth(problem, ops, policy)[0] for policy in POLICIES] + [serial_schedule(problem)]
-             + [rigid_schedule(problem)])
+def best_shared(problem: ScheduleProblem, schedules: Sequence[Sequence[ScheduledOp]]) -> tuple[ScheduledOp, ...]:
+    """The shortest of the schedules that keep the shared supply (module docstring): each of the solvers'
+    ``schedules`` (full bandwidth) re-timed under each sharing policy, the serial schedule and the rigid list
+    schedule; the first of equal makespans in that order. (Solving again with each op as long as sharing made
+    it was tried and gained nothing on GPT-2 XL's layers.)"""
+    cands = ([share_bandwidth(problem, ops, policy)[0] for ops in schedules for policy in POLICIES]
+             + [serial_schedule(problem)] + [rigid_schedule(problem)])
     return tuple(min(cands, key=_makespan))  # the first of equals
 
 

@@ -89,6 +89,9 @@ class BnbResult:
     proven: bool
     nodes: int
     solve_time_s: float
+    # every schedule that improved on the one before it during the search, in order (the last is ``timing``;
+    # the first is ``upper`` or the heuristic's): candidates for the re-timing under shared bandwidth
+    improvements: tuple[Timing, ...] = ()
 
 
 def _shiftable(hist, ready: float, c: int, k: int, end: float, ks, ds) -> bool:
@@ -141,6 +144,7 @@ def solve_bnb(problem: ScheduleProblem, time_limit_s: float = 1.0, node_limit: i
     else:
         best_ms = upper.makespan
         best = (list(upper.starts), list(upper.ends), list(upper.modes))
+    found = [best]
     root_lb = lower_bound_s(red)
     nodes = 0
     open_lb = _INF
@@ -213,6 +217,7 @@ def solve_bnb(problem: ScheduleProblem, time_limit_s: float = 1.0, node_limit: i
                     if ms < best_ms:
                         best_ms = ms
                         best = (s2, e2, [back[i][m] for i, m in enumerate(m2)])
+                        found.append(best)
                         thr = best_ms * (1.0 - OPTIMAL_RTOL)
                     continue
                 kc = [ks[j][m2[j]] if st2 >> j & 1 else 0 for j in range(n)]
@@ -228,7 +233,8 @@ def solve_bnb(problem: ScheduleProblem, time_limit_s: float = 1.0, node_limit: i
     timing = Timing(tuple(best[0]), tuple(best[1]), tuple(best[2]))
     proven = open_lb == _INF
     lb = best_ms if proven else max(min(open_lb, best_ms), min(root_lb, best_ms))
-    return BnbResult(timing, lb, proven, nodes, time.perf_counter() - t0)
+    return BnbResult(timing, lb, proven, nodes, time.perf_counter() - t0,
+                     tuple(Timing(tuple(b[0]), tuple(b[1]), tuple(b[2])) for b in found))
 
 
 def _combos(opts, idx, free, chosen, started, tw, ks):
