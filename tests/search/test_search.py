@@ -49,7 +49,7 @@ def test_vectorized_bound_never_below_exact(pruned_and_brute):
     _, b, _ = pruned_and_brute
     s = spec()
     from phaze.hardware.chip_network import fastest, network_cluster
-    from phaze.search.bounds import NetworkCandidates
+    from phaze.search.candidate_columns import NetworkCandidates
     from phaze.search.objective import search_candidates
     from phaze.search.run import candidate_clusters
 

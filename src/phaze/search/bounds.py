@@ -25,6 +25,7 @@ from phaze.placement import stage as st
 from phaze.placement.best_first import plan_units
 from phaze.placement.bounds import floor_costs, plan_floor_s
 from phaze.placement.layer_costs import LayerCosts, layer_costs_from_times
+from phaze.search.candidate_columns import Columns, NetworkCandidates, distinct_columns, network_columns, tier_key
 from phaze.schedule import layer_time_bounds
 from phaze.search.spec import SearchSpec
 from phaze.units import GiB
@@ -51,7 +52,8 @@ def with_times(c: LayerCosts, times: np.ndarray) -> LayerCosts:
 
 @dataclass(frozen=True)
 class ModelBounds:
-    """Per model: its settings, their memory-only costs, and lower/upper layer times [setting, slot, chip]."""
+    """Per model: its settings, their memory-only costs, and lower/upper layer times [setting, slot, column]:
+    a column per candidate, or with a network axis per chip and class of networks (``column``)."""
 
     model: ModelConfig
     settings: tuple[TrainSetting, ...]
@@ -63,11 +65,18 @@ class ModelBounds:
     # recompute in the full one (``units``)
     setting_ub: np.ndarray
     units: tuple[tuple[int, ...], ...] = ()  # setting indices per unit (empty: each setting its own unit)
+    # [candidate] -> its column of lower_s / upper_s (``candidate_columns.network_columns``); None: its own
+    column: np.ndarray | None = None
 
     @property
     def throughput_ub(self) -> np.ndarray:
         """[hbm, chip]: sequences/s no plan of this chip can beat."""
         return self.setting_ub.max(axis=0)
+
+    def times(self, candidate: int) -> tuple[np.ndarray, np.ndarray]:
+        """The candidate's lower and upper layer times [setting, slot]."""
+        k = candidate if self.column is None else int(self.column[candidate])
+        return self.lower_s[:, :, k], self.upper_s[:, :, k]
 
 
 # Rounding slack of the split bound below. A block count x = (U - c) / b computed at a breakpoint U = k b + c
@@ -285,35 +294,41 @@ def setting_bounds(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, 
     return lower, upper, c, throughput_bound(model, spec, c, lower, arch, cluster, max_p=max_p)
 
 
-def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net, memo: dict,
-                            max_p: int | None = None):
-    """``setting_bounds`` of (chip, network) candidates (``net``: a ``NetworkCandidates``). Layer times: each
-    candidate's own network's, once per distinct tier the setting's tensor-parallel collectives cross (the
-    chips' compute ops costed once, ``memo``). Throughput bound: each chip's on ``net.fastest``, a network at
-    least as fast as every choice (``phaze.hardware.chip_network.at_least_as_fast``: no plan is slower on it),
-    so an upper bound for the chip on any of its networks; a bound of a slower network is never used for a
-    faster one. Each candidate's exact evaluation then bounds and plans on its own network (``exact``)."""
-    base, clusters, chip, netk = net.base, net.clusters, net.chip_index, net.network_index
-    n = len(chip)
-    lower, upper = np.zeros((len(SLOTS), n)), np.zeros((len(SLOTS), n))
+def setting_bounds_networks(model: ModelConfig, spec: SearchSpec, setting: TrainSetting, net: NetworkCandidates,
+                            memo: dict, max_p: int | None = None, cols: Columns | None = None):
+    """``setting_bounds`` of (chip, network) candidates (``net``). Layer times [slot, column] (``cols``, by
+    default ``model_columns``): each column's networks', once per distinct tier the setting's tensor-parallel
+    collectives cross (the chips' compute ops costed once, ``memo``). Throughput bound [hbm, candidate]: each
+    chip's on ``net.fastest``, a network at least as fast as every choice
+    (``phaze.hardware.chip_network.at_least_as_fast``: no plan is slower on it), so an upper bound for the chip on
+    any of its networks; a bound of a slower network is never used for a faster one. Each candidate's exact
+    evaluation then bounds and plans on its own network (``exact``)."""
+    cols = model_columns(model, spec, net) if cols is None else cols
+    base, clusters = net.base, net.clusters
+    lower, upper = np.zeros((len(SLOTS), len(cols.chip))), np.zeros((len(SLOTS), len(cols.chip)))
     tiers = [cl.tier_for_group(setting.tp) if setting.tp > 1 else cl.tiers[0] for cl in clusters]
     classes: dict = {}
     for k, t in enumerate(tiers):
-        classes.setdefault((t.bandwidth_Bps, t.latency_s, t.efficiency) if setting.tp > 1 else None, []).append(k)
+        classes.setdefault(tier_key(t) if setting.tp > 1 else None, []).append(k)
     layer_lo = {}
     for key, ks in classes.items():
-        idx = np.flatnonzero(np.isin(netk, ks))
+        idx = np.flatnonzero(np.isin(cols.network, ks))
         lo, up = _layer_bounds(model, setting, base, tiers[ks[0]], memo)
         layer_lo[key] = lo
-        lower[:, idx], upper[:, idx] = lo[:, chip[idx]], up[:, chip[idx]]
+        lower[:, idx], upper[:, idx] = lo[:, cols.chip[idx]], up[:, cols.chip[idx]]
     fast = net.fastest.tier_for_group(setting.tp) if setting.tp > 1 else None
-    key = None if fast is None else (fast.bandwidth_Bps, fast.latency_s, fast.efficiency)
+    key = None if fast is None else tier_key(fast)
     if key in classes:  # the fastest network's tier is one of the choices' (always at t = 1): its times again
         lo = layer_lo[key]
     else:
         lo, _ = _layer_bounds(model, setting, base, fast, memo)
     c = memory_costs(model, setting, spec.optimizer)
-    return lower, upper, c, throughput_bound(model, spec, c, lo, base, net.fastest, max_p=max_p)[:, chip]
+    return lower, upper, c, throughput_bound(model, spec, c, lo, base, net.fastest, max_p=max_p)[:, net.chip_index]
+
+
+def model_columns(model: ModelConfig, spec: SearchSpec, net: NetworkCandidates) -> Columns:
+    """The columns of ``net``'s candidates for the tensor-parallel widths of ``model``'s settings."""
+    return network_columns(net, {s.tp for s in spec.settings(model)})
 
 
 def _layer_bounds(model, setting, arch, tier, memo):
@@ -322,18 +337,6 @@ def _layer_bounds(model, setting, arch, tier, memo):
     for j, (kind, direction) in enumerate(SLOTS):
         lo[j], up[j] = layer_time_bounds(layer_graph(model, setting, kind, direction), arch, tier, memo)
     return lo, up
-
-
-@dataclass(frozen=True)
-class NetworkCandidates:
-    """What the bounds of (chip, network) candidates need: the distinct chips, each candidate's chip row and
-    network, and each network's cluster (``phaze.hardware.chip_network.network_cluster``)."""
-
-    base: ArchArrays
-    chip_index: np.ndarray
-    network_index: np.ndarray
-    clusters: tuple[Cluster, ...]
-    fastest: Cluster  # a network at least as fast as every choice (``phaze.hardware.chip_network.fastest``)
 
 
 def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower: np.ndarray, arch: ArchArrays,
@@ -369,14 +372,14 @@ def throughput_bound(model: ModelConfig, spec: SearchSpec, c: LayerCosts, lower:
 
 
 def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: ArchArrays,
-               cluster: Cluster, net: NetworkCandidates | None = None) -> np.ndarray:
+               cluster: Cluster, net: NetworkCandidates | None = None, cols: Columns | None = None) -> np.ndarray:
     """[hbm, chip] throughput bound of a plan unit from its settings' ``setting_bounds`` (``parts``): the
     largest of theirs (every plan of one mode; with >= 2 modes they need cover p = 1 only) and, with >= 2
     modes, the bound of a pipeline whose stages may each use any of them (p >= 2), from each layer's least
     lower time and least memory over the modes (above each mode's own bound at every p >= 2: its rows are a
     superset, each no higher). ``net``: (chip, network) candidates, whose lower times are each on its own
-    network: their pipeline bound is taken on ``net.fastest`` (no plan is slower on it, so still an upper
-    bound; ``arch`` and ``cluster`` unused)."""
+    network, stored per column (``cols``): their pipeline bound is taken on ``net.fastest`` (no plan is slower
+    on it, so still an upper bound; ``arch`` and ``cluster`` unused)."""
     best = np.max([x[3] for x in parts], axis=0)
     if len(parts) < 2:
         return best
@@ -384,24 +387,11 @@ def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: A
     floor = floor_costs({x[2].setting.recompute: x[2] for x in parts})
     if net is not None:
         arch, cluster = net.base, net.fastest  # arch: the HBM bandwidth only, the same for every chip
-        lower, back = _distinct_columns(lower, net.chip_index)
-        return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2)[:, back])
+        cols = model_columns(model, spec, net) if cols is None else cols
+        lower, back = distinct_columns(lower, cols.chip)  # lower: [slot, column]
+        tput = throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2)
+        return np.maximum(best, tput[:, back[cols.of]])
     return np.maximum(best, throughput_bound(model, spec, floor, lower, arch, cluster, min_p=2))
-
-
-def _distinct_columns(lower: np.ndarray, chip_index: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(columns, back) with ``columns[:, back]`` equal to ``lower`` [slot, candidate]: a chip's candidates on
-    networks whose tensor-parallel tier is the same have the same lower times (every candidate at t = 1), so
-    the bound is computed once per distinct column. When every candidate's column is its chip's first one
-    (checked), one column per chip (a sort of integers); otherwise the distinct columns (a sort of 6-float
-    rows, ~1 s per unit over the default space's 558,084 candidates)."""
-    _, first, inv = np.unique(chip_index, return_index=True, return_inverse=True)
-    inv = inv.reshape(-1)
-    per_chip = lower[:, first]
-    if np.array_equal(per_chip[:, inv], lower):
-        return per_chip, inv
-    cols, back = np.unique(lower, axis=1, return_inverse=True)
-    return cols, back.reshape(-1)
 
 
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
@@ -411,7 +401,8 @@ def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSett
     ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``)."""
     memo: dict = {}
     if net is not None:
-        return [setting_bounds_networks(model, spec, s, net, memo, max_p) for s in settings]
+        cols = model_columns(model, spec, net)
+        return [setting_bounds_networks(model, spec, s, net, memo, max_p, cols) for s in settings]
     return [setting_bounds(model, spec, s, arch, cluster, memo, max_p) for s in settings]
 
 
@@ -423,7 +414,8 @@ def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[Trai
     (chip, network) candidates (``setting_bounds_networks``)."""
     units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
     parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net)
-    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net) for u in units]
+    cols = model_columns(model, spec, net) if net is not None else None
+    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net, cols) for u in units]
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
@@ -460,4 +452,5 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
     units = tuple(sorted((tuple(index[s] for s in u) for u in unit_ub), key=lambda u: u[0]))
     ub = np.stack([unit_ub[tuple(settings[i] for i in u)] for u in units])
     return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
-                       np.stack([p[1] for p in parts]), ub, units)
+                       np.stack([p[1] for p in parts]), ub, units,
+                       None if net is None else model_columns(model, spec, net).of)

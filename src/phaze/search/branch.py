@@ -128,7 +128,8 @@ class BranchAndBound:
             # ... and the same network: a bound found on one network never stands for a chip on another (a slower
             # network's bounded chip says nothing of the same chip on a faster one)
             net = [np.array([float(self.cands.network_index[c])])] if self.clusters else []
-            sig = np.concatenate([b.lower_s[:, :, c].ravel() for b in self.bounds] + [self.w[:, c]] + net).tobytes()
+            times = [b.times(c) for b in self.bounds]  # per model: (lower, upper) [setting, slot]
+            sig = np.concatenate([lo.ravel() for lo, _ in times] + [self.w[:, c]] + net).tobytes()
             if sig in self.bounded_sigs:
                 results = [ChipResult(c, g, "bounded", self.bounded_sigs[sig], (), 0, 0) for g in hbms]
                 shared.extend(results)
@@ -136,10 +137,10 @@ class BranchAndBound:
                 continue
             self.sigs[c] = sig
             hbm_index = dict((g, h) for h, g in enumerate(self.spec.hbm_gib))
-            models = tuple(ModelTask(b.model, b.memory, b.lower_s[:, :, c], b.upper_s[:, :, c], r,
+            models = tuple(ModelTask(b.model, b.memory, lo, up, r,
                                      {g: tuple(b.setting_ub[:, hbm_index[g], c]) for g in self.spec.hbm_gib},
                                      b.units, self.plan_spaces[k])
-                           for k, (b, r) in enumerate(zip(self.bounds, self.ref_tput)))
+                           for k, (b, (lo, up), r) in enumerate(zip(self.bounds, times, self.ref_tput)))
             cluster = self.clusters[int(self.cands.network_index[c])] if self.clusters else self.cluster
             # named by its design alone: a chip's network siblings share its costed ops and layer problems
             # (``schedule.build``'s op memo and ``exact._problem`` are keyed by the accelerator, name included)

@@ -11,7 +11,8 @@ import numpy as np
 from phaze.errors import InfeasibleError
 from phaze.hardware.presets import get_cluster
 from phaze.progress import Progress
-from phaze.search.bounds import NetworkCandidates, model_bounds
+from phaze.search.bounds import model_bounds
+from phaze.search.candidate_columns import NetworkCandidates
 from phaze.search.branch import BranchAndBound, chip_fields
 from phaze.search.exact import ChipResult, evaluate_chips
 from phaze.search.fixed_plan import fixed_chip_plan
