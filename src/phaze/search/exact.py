@@ -171,11 +171,41 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
     return out
 
 
+def unit_best(task: ChipTask, mt: ModelTask, gib: int, idx: tuple[int, ...], beat_s: float, times_cache: dict,
+              counter: list[int]):
+    """The best plan of the unit's settings ``idx`` on exact layer times if it runs an iteration in under
+    ``beat_s``, else None; with as few exact layer schedules as that takes. Each setting's layer times start
+    at the per-layer solver's lower bound (exact where ``times_cache`` has them). While the best plan on these
+    times (``_best``) beats ``beat_s`` and one of its stages runs a setting (a recompute mode) not scheduled
+    exactly yet, those settings are scheduled exactly (into ``times_cache``) and the plan searched again.
+    Every time is at most the exact one and an iteration's time never falls as a layer's rises, so a best
+    plan at or above ``beat_s`` proves every plan of the unit there, and a best plan on exact times only is
+    the best on exact times of every setting (each other plan's time here is no more than its exact time).
+    So the modes no best plan uses are never scheduled: on the demo, most of the selective-recompute block
+    backwards, the slowest layer problem to schedule (docs/changes.md, session 27)."""
+    def costs_of(times) -> dict:
+        return {mt.memory[i].setting: with_times(mt.memory[i], times[i]) for i in idx}
+
+    times = {i: times_cache[i] if i in times_cache else setting_times(task, mt, i, counter, exact=False)
+             for i in idx}
+    while True:
+        found = _best(costs_of(times), task, mt, gib, beat_s)
+        if found is None or found.iteration_time_s >= beat_s:  # (a plan at or above the cutoff: none below)
+            return None
+        used = set(found.plan.recompute.per_stage)
+        todo = [i for i in idx if i not in times_cache and mt.memory[i].setting.recompute in used]
+        if not todo:
+            return found
+        for i in todo:
+            times_cache[i] = times[i] = setting_times(task, mt, i, counter, exact=True)
+
+
 def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: float, times_cache: dict,
                counter: list[int]):
     """The best plan of one model on this chip with ``gib`` of HBM, scheduling layers exactly only for the
     plan units (one setting, or the settings differing only in recompute, ``mt.units``) whose plan under
-    lower-bound layer times can reach ``threshold_seq_per_s`` (0: all units).
+    lower-bound layer times can reach ``threshold_seq_per_s`` (0: all units), and in a unit only the settings
+    its best plans use (``unit_best``).
     Returns (candidate or None, throughput, exact, probed): exact is False when the chip provably stays
     below the threshold (its throughput is then only known to be lower); probed counts the units that
     needed exact layer times."""
@@ -198,22 +228,10 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
         if ub[u] <= 0 or ub[u] < max(threshold_seq_per_s, best_tput) * (1 - TIE_RTOL):
             break
         probed += 1
-        idx = units[u]
-        if any(i not in times_cache for i in idx):
-            if threshold_seq_per_s > 0 or best_tput > 0:  # a sharper bound may settle it without CP-SAT
-                lb = {i: times_cache[i] if i in times_cache else setting_times(task, mt, i, counter, exact=False)
-                      for i in idx}
-                cut = B / max(threshold_seq_per_s, best_tput) * (1 + TIE_RTOL)
-                found = _best(costs_of(idx, lb.__getitem__), task, mt, gib, cut)
-                if found is None or found.iteration_time_s >= cut:  # (a plan at or above the cutoff: none below)
-                    continue
-            for i in idx:
-                if i not in times_cache:
-                    times_cache[i] = setting_times(task, mt, i, counter, exact=True)
         # only a plan that beats both the threshold and this chip's best unit so far changes the answer
         beat_s = min(cutoff, best.iteration_time_s) if best is not None else cutoff
-        cand = _best(costs_of(idx, times_cache.__getitem__), task, mt, gib, beat_s)
-        if cand is not None and B / cand.iteration_time_s > best_tput:
+        cand = unit_best(task, mt, gib, units[u], beat_s, times_cache, counter)
+        if cand is not None:
             best, best_tput = cand, B / cand.iteration_time_s
     return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL), probed
 
