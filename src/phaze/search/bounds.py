@@ -411,11 +411,18 @@ def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[Trai
     """``group_bounds`` of settings of one (microbatch, t), and the throughput bound of each of their plan units
     (``plan_units``, ``unit_bound``), in the units' order. With units of several modes each setting's own bound
     covers p = 1 only: the unit's bound from its floor costs (p >= 2) is above the settings' there. ``net``:
-    (chip, network) candidates (``setting_bounds_networks``)."""
+    (chip, network) candidates (``setting_bounds_networks``). Each setting's part comes back without its own
+    throughput bound (None in its place): the units' bounds hold what is needed of it, and from a worker it
+    would be 12 x 3 x 558,084 floats (160 MB) to send back for the demo's settings. With ``net`` the units'
+    bounds are [hbm, column] (``model_columns``; ``model_bounds`` maps them to the candidates)."""
     units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
     parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net)
     cols = model_columns(model, spec, net) if net is not None else None
-    return parts, [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net, cols) for u in units]
+    ubs = [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net, cols) for u in units]
+    if cols is not None:  # a unit's bound is the same for every candidate of a column: one per column
+        _, first = np.unique(cols.of, return_index=True)
+        ubs = [ub[:, first] for ub in ubs]
+    return [p[:3] + (None,) for p in parts], ubs
 
 
 def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster: Cluster,
@@ -451,6 +458,8 @@ def model_bounds(model: ModelConfig, spec: SearchSpec, arch: ArchArrays, cluster
     index = {s: i for i, s in enumerate(settings)}
     units = tuple(sorted((tuple(index[s] for s in u) for u in unit_ub), key=lambda u: u[0]))
     ub = np.stack([unit_ub[tuple(settings[i] for i in u)] for u in units])
+    column = None if net is None else model_columns(model, spec, net).of
+    if column is not None:
+        ub = ub[:, :, column]  # [unit, hbm, column] -> [unit, hbm, candidate]
     return ModelBounds(model, settings, tuple(p[2] for p in parts), np.stack([p[0] for p in parts]),
-                       np.stack([p[1] for p in parts]), ub, units,
-                       None if net is None else model_columns(model, spec, net).of)
+                       np.stack([p[1] for p in parts]), ub, units, column)
