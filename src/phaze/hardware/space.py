@@ -262,6 +262,14 @@ class CandidateSet:
         return len(np.unique(np.stack([a.num_vc, a.vc_width, a.glb_bytes]), axis=1).T)
 
 
+# The last few candidate sets enumerated, by the value of their inputs: a search enumerates its space for the
+# input checks, the candidates, the setting table and the report (0.4-2.6 s each for the default space), and the
+# sets' derived arrays (areas, peak powers: ``ArchArrays.memo``) are then computed once. Their arrays are made
+# read-only, so a caller cannot change what the next one gets.
+_ENUMERATED: dict = {}
+ENUMERATED_MAX = 4
+
+
 def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM_BYTES,
                     hbm_bandwidth_Bps: float = TPUV4_HBM_BANDWIDTH_BPS, freq_hz: float = TPUV4_FREQ_HZ, *,
                     bytes_per_element: int = 2, matrix_efficiency: float = 1.0, vector_efficiency: float = 1.0,
@@ -269,8 +277,36 @@ def enumerate_space(space: DesignSpace | None = None, hbm_bytes: int = TPUV4_HBM
                     area_model: AreaModel | None = None, networks=None) -> CandidateSet:
     """Every point of ``space`` within its area constraint, as one CandidateSet (meshgrid, no loops).
     HBM, clock and efficiencies are not part of the area and are the same for every candidate. ``networks``:
-    the network choices crossed with the chips (default: the space's whole network axis)."""
-    space = space or DesignSpace()
+    the network choices crossed with the chips (default: the space's whole network axis). The same inputs give
+    the same (read-only) set, enumerated once (``_ENUMERATED``)."""
+    args = (space or DesignSpace(), hbm_bytes, hbm_bandwidth_Bps, freq_hz, bytes_per_element, matrix_efficiency,
+            vector_efficiency, memory_efficiency, op_overhead_s, area_model,
+            None if networks is None else tuple(networks))
+    try:
+        hit = _ENUMERATED.get(args)
+    except TypeError:  # an input that cannot be hashed: no memo
+        return _enumerate(*args)
+    if hit is None:
+        if len(_ENUMERATED) >= ENUMERATED_MAX:
+            _ENUMERATED.pop(next(iter(_ENUMERATED)))
+        hit = _ENUMERATED[args] = _read_only(_enumerate(*args))
+    return hit
+
+
+def _read_only(cands: CandidateSet) -> CandidateSet:
+    for part in (cands.arch, cands.base):
+        for f in fields(part) if part is not None else ():
+            x = getattr(part, f.name)
+            if isinstance(x, np.ndarray):
+                x.flags.writeable = False
+    for x in (cands.area_mm2, cands.network_index, cands.chip_index):
+        if isinstance(x, np.ndarray):
+            x.flags.writeable = False
+    return cands
+
+
+def _enumerate(space: DesignSpace, hbm_bytes, hbm_bandwidth_Bps, freq_hz, bytes_per_element, matrix_efficiency,
+               vector_efficiency, memory_efficiency, op_overhead_s, area_model, networks) -> CandidateSet:
     model = area_model or default_area_model()
     if not (hbm_bytes > 0 and hbm_bandwidth_Bps > 0 and freq_hz > 0):
         raise ConfigError("enumerate_space: hbm_bytes, hbm_bandwidth_Bps and freq_hz must be positive")
