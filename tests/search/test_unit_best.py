@@ -12,6 +12,8 @@ from phaze.search import SearchSpec, run_search
 from phaze.search.executor import InlineExecutor
 from tinysearch import MiB, TINY
 
+pytestmark = pytest.mark.slow  # a 17-chip search without pruning, then each chip scheduled exactly again
+
 SPACE = DesignSpace(num_tc=(4, 16), num_vc=(1, 4), tc_widths=(16, 64), tc_depths=(16,), glb_bytes=(2 * MiB,),
                     net_scale_up_chips=(16,), net_scale_up_Bps=(50e9,), net_topologies=("switch",),
                     net_scale_out_Bps=(12.5e9,))
