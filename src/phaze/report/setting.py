@@ -96,8 +96,9 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
                                      f"{spec.get('optimizer', 'adam')}"),
              ("layer times", "optimal per-layer schedules on tensor and vector cores (exact branch and bound, "
                              "CP-SAT fallback)" + (
-                                 "; each op costed with the whole GLB and HBM, then the schedule re-timed so "
-                                 "concurrent ops share them (feasible, within its lower bound's gap of optimal)"
+                                 "; each op costed with the whole GLB and HBM, then the schedules the branch and "
+                                 "bound passed through re-timed so concurrent ops share them and the shortest kept "
+                                 "(feasible, within its lower bound's gap of optimal; no CP-SAT there)"
                                  if space.template == "chip" else "")),
              ("references", "TPUv4-like (the score's) and TPU v4 (tpuv4), each under its best plan, and at the "
                             "winner's HBM capacity where it differs" if space.template == "chip"
