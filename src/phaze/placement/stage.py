@@ -17,7 +17,6 @@ microbatch (``microbatch_comm_s``).
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 
 import numpy as np

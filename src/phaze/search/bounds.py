@@ -395,13 +395,15 @@ def unit_bound(model: ModelConfig, spec: SearchSpec, parts: list[tuple], arch: A
 
 
 def group_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[TrainSetting, ...], arch: ArchArrays,
-                 cluster: Cluster, max_p: int | None = None, net: NetworkCandidates | None = None) -> list[tuple]:
+                 cluster: Cluster, max_p: int | None = None, net: NetworkCandidates | None = None,
+                 cols: Columns | None = None) -> list[tuple]:
     """``setting_bounds`` of several settings with one op-cost memo: settings that differ only in recompute
     share most of their ops (a recomputing backward pass repeats the forward's), so each is costed once.
-    ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``)."""
+    ``net``: the candidates are (chip, network) pairs (``setting_bounds_networks``; ``cols``: their columns,
+    by default ``model_columns``)."""
     memo: dict = {}
     if net is not None:
-        cols = model_columns(model, spec, net)
+        cols = model_columns(model, spec, net) if cols is None else cols
         return [setting_bounds_networks(model, spec, s, net, memo, max_p, cols) for s in settings]
     return [setting_bounds(model, spec, s, arch, cluster, memo, max_p) for s in settings]
 
@@ -416,8 +418,9 @@ def group_unit_bounds(model: ModelConfig, spec: SearchSpec, settings: tuple[Trai
     would be 12 x 3 x 558,084 floats (160 MB) to send back for the demo's settings. With ``net`` the units'
     bounds are [hbm, column] (``model_columns``; ``model_bounds`` maps them to the candidates)."""
     units = plan_units(settings, spec.plan_space_for(model).per_stage_recompute and not spec.paper)
-    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net)
     cols = model_columns(model, spec, net) if net is not None else None
+    parts = group_bounds(model, spec, settings, arch, cluster, 1 if any(len(u) > 1 for u in units) else None, net,
+                         cols)
     ubs = [unit_bound(model, spec, [parts[i] for i in u], arch, cluster, net, cols) for u in units]
     if cols is not None:  # a unit's bound is the same for every candidate of a column: one per column
         _, first = np.unique(cols.of, return_index=True)

@@ -4,7 +4,7 @@ stored in.
 A candidate's layer times depend on its chip and, through the tensor-parallel collectives, on the tier its
 network gives a group of t chips. Networks whose tiers agree for every t a model searches time every layer
 alike, so the bounds keep one column per (chip, class of such networks) rather than one per candidate: at
-t = 1 alone, one per chip (the default space: 60,482 columns for 558,084 candidates).
+t = 1 alone, one per chip (the demo's GPT-2 XL: 70,502 columns for 558,084 candidates).
 """
 from __future__ import annotations
 
