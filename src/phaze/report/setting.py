@@ -81,7 +81,7 @@ def search_setting(spec: dict) -> list[tuple[str, str]]:
     rows += space_rows(space, cands)
     rows.append(("HBM sizes (GiB)", _vals(spec["hbm_gib"])))
     if len(cands):
-        a = cands.arch.accelerator(0)
+        a = cands.accelerator(0)
         rows.append(("every chip's clock and HBM bandwidth", f"{_si(a.freq_hz, 'Hz')}, "
                                                              f"{_si(a.hbm_bandwidth_Bps, 'B/s')} (the TPUv4-like chip's)"))
     full = spec.get("plan_space", "paper") == "full"

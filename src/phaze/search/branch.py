@@ -17,10 +17,10 @@ from phaze.search.store import Store
 
 
 def chip_fields(cands: CandidateSet, i: int) -> dict:
-    a = cands.arch
-    return {"chip": int(i), "area_mm2": float(cands.area_mm2[i]), "num_tc": int(a.num_tc[i]),
-            "tc_rows": int(a.tc_rows[i]), "tc_cols": int(a.tc_cols[i]), "num_vc": int(a.num_vc[i]),
-            "vc_width": int(a.vc_width[i]), "glb_bytes": int(a.glb_bytes[i])}
+    a, j = cands.row_of(i)
+    return {"chip": int(i), "area_mm2": float(cands.area_mm2[i]), "num_tc": int(a.num_tc[j]),
+            "tc_rows": int(a.tc_rows[j]), "tc_cols": int(a.tc_cols[j]), "num_vc": int(a.num_vc[j]),
+            "vc_width": int(a.vc_width[j]), "glb_bytes": int(a.glb_bytes[j])}
 
 
 def _better(a: ChipResult, b: ChipResult | None, area: np.ndarray) -> bool:
@@ -145,7 +145,7 @@ class BranchAndBound:
             # named by its design alone: a chip's network siblings share its costed ops and layer problems
             # (``schedule.build``'s op memo and ``exact._problem`` are keyed by the accelerator, name included)
             name = f"chip{int(self.cands.chip_index[c])}" if self.clusters else f"cand{c}"
-            return ChipTask(c, replace(self.cands.arch.accelerator(c), name=name), hbms, models, cluster,
+            return ChipTask(c, replace(self.cands.accelerator(c), name=name), hbms, models, cluster,
                             self.spec.global_batch, self.spec.devices, max(threshold, 0.0) / (1 - TIE_RTOL),
                             self.limit_s, weight_by_hbm={g: float(self.w[hbm_index[g], c]) for g in hbms},
                             base_chip=int(self.cands.chip_index[c]) if self.clusters else -1,

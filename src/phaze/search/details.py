@@ -50,7 +50,7 @@ def winner_chip(spec: dict, row) -> Accelerator:
     """The stored candidate ``row`` (a ``ChipRow``) as the Accelerator the search evaluated (its HBM size set). Chip numbers
     index the candidates the search ran over (the power cap applied), as ``run_search`` numbers them."""
     cands = stored_candidates(spec)
-    acc = cands.arch.accelerator(int(row.chip), name=f"winner (chip {row.chip})")
+    acc = cands.accelerator(int(row.chip), name=f"winner (chip {row.chip})")
     for f, v in row.chip_fields().items():
         if v is not None and getattr(acc, f) != v:
             raise PhazeError(f"store chip {row.chip} has {f}={v} but the stored space gives "

@@ -167,7 +167,7 @@ def _rows_for_model(model, spec: SearchSpec, store_path: str, workers: int, seed
     cands = search_candidates(spec.space, spec.tdp_w, spec.objective)  # the winner's numbering
     if b is not None:
         o = b.outcomes[0]
-        acc = cands.arch.accelerator(b.chip, name=f"phaze-{model.name}")
+        acc = cands.accelerator(b.chip, name=f"phaze-{model.name}")
         net = cands.network(b.chip)  # its own network (a space with a network axis): named beside the chip
         rows.append(ReproduceRow(model.name, "phaze", "best", o.throughput_seq_per_s,
                                  ratio(o.throughput_seq_per_s), b.area_mm2, o.power_w, b.hbm_gib,

@@ -318,7 +318,7 @@ def own_cluster(spec: SearchSpec, cands, chip: int, cluster):
 def _explain(row: ChipRow, spec: SearchSpec, cands, cluster) -> ChipRow:
     from phaze.search.explain import enrich_row
 
-    acc = replace(cands.arch.accelerator(int(row.chip)), hbm_bytes=int(row.hbm_gib) * GiB, name=f"cand{row.chip}")
+    acc = replace(cands.accelerator(int(row.chip)), hbm_bytes=int(row.hbm_gib) * GiB, name=f"cand{row.chip}")
     out = enrich_row(row, acc, spec, own_cluster(spec, cands, row.chip, cluster))
     net = cands.network(int(row.chip))
     if net is not None and out.peak_power_w is not None:  # the chip's peak with its network's PHY
@@ -337,7 +337,7 @@ def _why(rows: list[ChipRow], refs, reals, spec: SearchSpec, cands, cluster, ref
     from phaze.search.why import submit_steps, wins_because
 
     best = rows[0]
-    acc = replace(cands.arch.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
+    acc = replace(cands.accelerator(int(best.chip)), hbm_bytes=int(best.hbm_gib) * GiB,
                   name=f"winner (chip {best.chip})")
     ref_accs = {spec.space.reference.name: spec.space.reference}
     real = spec.space.real_reference

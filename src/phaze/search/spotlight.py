@@ -128,7 +128,7 @@ class _Evaluator:
         todo = [i for i in dict.fromkeys(idx) if i not in self.results]
         if todo:
             lo, up = latency_bounds(self.model, self.setting, self.cands.arch.select(np.asarray(todo)))
-            args = [(self.model, self.cands.arch.accelerator(i, name=f"cand{i}"), self.mbs, lo[:, k], up[:, k],
+            args = [(self.model, self.cands.accelerator(i, name=f"cand{i}"), self.mbs, lo[:, k], up[:, k],
                      self.limit, self.with_energy) for k, i in enumerate(todo)]
             if self.executor is None:
                 outs = [_latency(*a) for a in args]
@@ -178,7 +178,7 @@ def _result(model, objective, mbs, seed, cands, ev: _Evaluator, samples: list[Sa
     best = min(samples, key=lambda s: (s.value, float(cands.area_mm2[s.index]), s.index))
     outs = [ev.results[s.index] for s in samples]
     return SpotlightResult(model.name, objective, mbs, seed, best.index,
-                           cands.arch.accelerator(best.index, name=f"spotlight-{model.name}"),
+                           cands.accelerator(best.index, name=f"spotlight-{model.name}"),
                            float(cands.area_mm2[best.index]), best.latency_s, best.energy_j, best.value,
                            tuple(samples),
                            time.perf_counter() - t0, sum(o.schedules_solved for o in outs),
