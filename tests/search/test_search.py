@@ -312,3 +312,28 @@ def test_no_reference_at_another_hbm_when_the_winner_has_the_references_own():
     refs = references(s, cluster)
     assert reference_at_hbm(s, cluster, refs, s.space.reference.hbm_bytes / GiB) is refs
     assert all(r.at_best_hbm is None for r in refs)
+
+
+def test_references_at_other_sizes_come_from_the_reference_task(pruned_and_brute):
+    """The references' best plans at the search's other HBM sizes are found in the references' own task (their
+    layer schedules are in that worker's cache) and kept in the store; the winner's size is read from there. A
+    store without them (from before) makes ``_at_sizes`` answer None, and the search then runs
+    ``reference_at_hbm`` on a worker as before."""
+    from dataclasses import replace
+
+    from phaze.search.run import _at_sizes, reference_at_hbm, reference_cluster
+
+    a, _, _ = pruned_and_brute
+    s = spec()
+    store = Store.open_existing(a.store)
+    try:
+        kept = store.get_meta("references_at_sizes")
+    finally:
+        store.close()
+    assert set(kept) == {str(float(g)) for g in s.hbm_gib} - {str(s.space.reference.hbm_bytes / 2**30)}
+    bare = [replace(r, at_best_hbm=None) for r in a.references]
+    read = _at_sizes(bare, kept, a.best.hbm_gib)
+    assert [r.at_best_hbm for r in read] == [r.at_best_hbm for r in a.references]
+    again = reference_at_hbm(s, reference_cluster(s, None), bare, a.best.hbm_gib)
+    assert [r.at_best_hbm for r in again] == [r.at_best_hbm for r in a.references]
+    assert _at_sizes(bare, {}, a.best.hbm_gib) is None and _at_sizes(bare, None, a.best.hbm_gib) is None

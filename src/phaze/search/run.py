@@ -62,6 +62,26 @@ def reference_at_hbm(spec: SearchSpec, cluster, refs: list[ReferenceRow], hbm_gi
     return out
 
 
+def references_at_sizes(spec: SearchSpec, cluster, chip=None) -> tuple[list[ReferenceRow], dict]:
+    """``references`` and, per other HBM size of the search, the same chip's best plan there ({hbm GiB: [at_best_hbm
+    dict per model]}, ``reference_at_hbm``), in one task: no layer time depends on the capacity, so the second
+    part reuses the first's layer schedules in this process's cache. As a task of its own after the exact
+    phase it scheduled them again on a worker that had not (the demo: about 1.7 s of both workers, against
+    0.4 s each here)."""
+    rows = references(spec, cluster, chip)
+    own = (chip or spec.space.reference).hbm_bytes / GiB
+    return rows, {float(g): [r.at_best_hbm.to_dict() for r in reference_at_hbm(spec, cluster, rows, g, chip)]
+                  for g in spec.hbm_gib if float(g) != own}
+
+
+def _at_sizes(refs: list[ReferenceRow], at_sizes: dict | None, hbm_gib: float) -> list[ReferenceRow] | None:
+    """``refs`` at ``hbm_gib`` from a stored ``references_at_sizes`` result (None when it has no such size)."""
+    found = (at_sizes or {}).get(str(float(hbm_gib)))
+    if found is None or len(found) != len(refs):
+        return None
+    return [replace(r, at_best_hbm=AtHbm.from_dict(d, "stored reference at_best_hbm")) for r, d in zip(refs, found)]
+
+
 def references(spec: SearchSpec, cluster, chip=None) -> list[ReferenceRow]:
     """A reference chip (default: the space's TPUv4-like chip; ``spec.space.real_reference`` is the second, the
     real TPU v4), its own 32 GiB HBM, under its best plan and under the paper's fixed plan. Its best plan comes
@@ -205,10 +225,10 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         refs_job = reals_job = None
         if refs is None:  # on a worker while the others bound the chips (its exact layer schedules take seconds)
             prog.note("evaluating the TPUv4-like reference chip (on a worker, alongside the bounds)")
-            refs_job = executor.submit(references, spec, ref_cluster)
+            refs_job = executor.submit(references_at_sizes, spec, ref_cluster)
         if reals is None:
             prog.note("evaluating the TPU v4 reference chip (on a worker, alongside the bounds)")
-            reals_job = executor.submit(references, spec, ref_cluster, real)
+            reals_job = executor.submit(references_at_sizes, spec, ref_cluster, real)
         total = len(cands) * len(spec.hbm_gib)
         per_model = []
         bounds = []
@@ -219,12 +239,15 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
             bounds.append(model_bounds(m, spec, cands.arch if net is None else None, cluster, executor, prog.advance,
                                        net))
         prog.done()
-        if refs_job is not None:
-            refs = refs_job.result()
-            store.put_meta("references", [r.to_dict() for r in refs])
-        if reals_job is not None:
-            reals = reals_job.result()
-            store.put_meta("real_references", [r.to_dict() for r in reals])
+        for key, job in (("references", refs_job), ("real_references", reals_job)):
+            if job is not None:
+                found, at_sizes = job.result()
+                store.put_meta(f"{key}_at_sizes", {str(g): v for g, v in at_sizes.items()})
+                store.put_meta(key, [r.to_dict() for r in found])
+                if key == "references":
+                    refs = found
+                else:
+                    reals = found
         ref_tput = [r.best_seq_per_s or 1.0 for r in refs]
         bb = BranchAndBound(spec, cands, bounds, ref_tput, cluster, store.load(), prune, SCHEDULE_TIME_LIMIT_S,
                             weights, clusters)
@@ -257,15 +280,19 @@ def run_search(spec: SearchSpec, store_path: str = "phaze-results.db", *, worker
         if rows:
             t_explain = time.perf_counter()
             g = rows[0].hbm_gib
-            at_hbm = {}  # both references at the winner's HBM at once, on the workers
-            if g != spec.space.reference.hbm_bytes / GiB and any(
-                    (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in refs):
-                prog.note(f"the TPUv4-like reference at the best chip's HBM ({g} GiB), on a worker")
-                at_hbm["references"] = executor.submit(reference_at_hbm, spec, ref_cluster, refs, g)
-            if real is not None and g != real.hbm_bytes / GiB and any(
-                    (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) != g for r in reals):
-                prog.note(f"the TPU v4 reference at the best chip's HBM ({g} GiB), on a worker")
-                at_hbm["real_references"] = executor.submit(reference_at_hbm, spec, ref_cluster, reals, g, real)
+            at_hbm = {}  # both references at the winner's HBM: found with the references, else on the workers
+            for key, chip, ref_rows, name in (("references", spec.space.reference, refs, "TPUv4-like"),
+                                              ("real_references", real, reals, "TPU v4")):
+                if chip is None or g == chip.hbm_bytes / GiB or all(
+                        (r.at_best_hbm.hbm_gib if r.at_best_hbm else None) == g for r in ref_rows):
+                    continue
+                done = _at_sizes(ref_rows, store.get_meta(f"{key}_at_sizes"), g)
+                if done is None:  # a store from before the references' other sizes were kept
+                    prog.note(f"the {name} reference at the best chip's HBM ({g} GiB), on a worker")
+                    at_hbm[key] = executor.submit(reference_at_hbm, spec, ref_cluster, ref_rows, g, chip)
+                else:
+                    at_hbm[key] = cf.Future()
+                    at_hbm[key].set_result(done)
             why_jobs = {}
             if why:  # the decomposition's chips go to the workers now, behind the references at the winner's HBM
                 prog.note("why the winner wins: the reference chip changed into it one resource at a time, each "
