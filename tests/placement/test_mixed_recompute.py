@@ -227,3 +227,21 @@ def test_interleaved_plan_mixes_modes_per_device():
     assert best.iteration_time_s < uniform[0].iteration_time_s
     ev = evaluate_costs(best.plan, best.costs, cluster, 4, dev, num_blocks=4)
     assert ev.fits and ev.iteration_time_s == pytest.approx(best.iteration_time_s, rel=1e-12)
+
+
+def test_device_rows_kept_across_capacities_give_the_same_plans():
+    """``best_plans_from_costs(..., device_rows=...)``: the per-device rows of the interleaved per-stage searches,
+    kept by a caller across searches that differ only in HBM capacity (a co-search's HBM sizes), give the plans
+    of searches without them, at a capacity where everything fits, where only a mixed plan fits and between."""
+    costs, cluster, _ = _two_stage_case()
+    sp = space(interleave_values=(2,), per_stage_recompute=True)
+    rows: dict = {}
+    seen = []
+    for cap in (1e9, 70.0, 200.0):
+        dev = DeviceSpec(cap, 1e12, 1e15)
+        fresh = best_plans_from_costs(costs, 4, cluster, 4, dev, sp, top_k=3)[0]
+        kept = best_plans_from_costs(costs, 4, cluster, 4, dev, sp, top_k=3, device_rows=rows)[0]
+        assert [(c.plan, c.iteration_time_s) for c in kept] == [(c.plan, c.iteration_time_s) for c in fresh]
+        seen.append(fresh[0].plan.recompute.to_json())
+        assert rows  # filled by the first search, read by the later ones
+    assert seen[1] == ["full", "none"]  # at 70 B the mixed plan (test_interleaved_plan_mixes_modes_per_device)

@@ -32,20 +32,31 @@ CUTOFF_RTOL = 1e-9  # an objective within this of the cutoff is still evaluated 
 
 def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, v: int, cluster: Cluster,
                       global_batch: int, device: DeviceSpec, overlap_dp: bool, memo: dict | None = None,
-                      cutoff_s: float = np.inf, **plan_kw) -> tuple | None:
+                      cutoff_s: float = np.inf, rows: dict | None = None, **plan_kw) -> tuple | None:
     """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
     (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero), or None when no
     assignment fits, the best uses one mode on every device (its uniform plan is that), or it cannot beat
-    ``cutoff_s``. ``memo``: the uniform plans' evaluations shared with the caller (``evaluate_costs_memo``)."""
+    ``cutoff_s``. ``memo``: the uniform plans' evaluations shared with the caller (``evaluate_costs_memo``).
+    ``rows``: each uniform plan's per-device (time, sync + step, memory), which do not depend on the HBM
+    capacity, kept across plan searches by a caller that gives one cluster, batch and device but for its
+    capacity per dict and keeps the costs alive while it lives (keyed by their identity): a co-search
+    searches a chip at several HBM sizes and a plan unit again as its layer times become exact."""
     modes = list(costs)
     T, R, M = [], [], []
     for r in modes:  # one evaluation per mode gives every device's figures under that mode
         plan = Plan.balanced(num_blocks, p, interleave=v, recompute=Recompute.uniform(r), **plan_kw)
-        ev = evaluate_costs_memo(memo, plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
-                                 overlap_dp=overlap_dp)
-        T.append([s.time_per_microbatch_s for s in ev.stages])
-        R.append([s.dp_exposed_s + s.optimizer_step_s for s in ev.stages])
-        M.append([s.memory_bytes for s in ev.stages])
+        key = (plan, id(costs[r]), overlap_dp)
+        row = None if rows is None else rows.get(key)
+        if row is None:
+            ev = evaluate_costs_memo(memo, plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
+                                     overlap_dp=overlap_dp)
+            row = ([s.time_per_microbatch_s for s in ev.stages], [s.dp_exposed_s + s.optimizer_step_s for s in ev.stages],
+                   [s.memory_bytes for s in ev.stages])
+            if rows is not None:
+                rows[key] = row
+        T.append(row[0])
+        R.append(row[1])
+        M.append(row[2])
     T, R, fits = np.array(T), np.array(R), np.array(M) <= device.hbm_bytes  # [mode, device]
     Us, Ws = np.unique(T[fits]), np.unique(R[fits])
     if Us.size == 0:

@@ -94,8 +94,9 @@ class _Shared:
     """What the combinations of one search share, computed once: topologies, the cheapest pipeline sends of
     a (t, ranks) shape, gradient-sync times, and the partition solvers' stage rows."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, device_rows: dict | None = None) -> None:
         self.cluster = cluster
+        self.device_rows = device_rows  # the caller's, across searches (``best_device_modes``' rows)
         # topologies, sends and syncs are pure functions of their keys and the cluster, so later searches on
         # the same cluster reuse them (a co-search runs one per candidate chip: recomputing the syncs was a
         # third of its exact phase, benchmarks/bench_reproduce.py)
@@ -303,7 +304,8 @@ def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: 
         counts.mixed_solved += 1
         counts.covered += len(c) ** p
         kw.pop("recompute")
-        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, shared.evals, cutoff_s, **kw)
+        found = best_device_modes(c, L, p, v, cluster, B, device, overlap_dp, shared.evals, cutoff_s,
+                                  shared.device_rows, **kw)
         if found is None:
             return None
         plan, obj = found
@@ -357,14 +359,17 @@ def nothing_fits_reason(counts: _Counts, B: int, N: int, cap: float, space: Plan
 
 def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], num_blocks: int, cluster: Cluster,
                           global_batch: int, device: DeviceSpec, space: PlanSpace, *, devices: int | None = None,
-                          top_k: int = 5, cutoff_s: float = math.inf) -> tuple[list[Candidate], SearchStats, str]:
+                          top_k: int = 5, cutoff_s: float = math.inf,
+                          device_rows: dict | None = None) -> tuple[list[Candidate], SearchStats, str]:
     """The ``top_k`` best plans (fastest first) over every setting in ``costs_by_setting`` (keys: the
     TrainSetting the costs were built for: microbatch size, t, sequence parallelism, recompute, context
     parallelism, and the runtime every plan runs under) and every d, p, v and ZeRO stage of ``space``.
     Per-layer costs are plain floats, so a co-search can call this per chip. Returns (candidates, stats,
     reason): reason says why nothing fits when candidates is empty.
     ``cutoff_s``: plans whose iteration time provably cannot get below it are skipped (a co-search passes
-    its incumbent); candidates may then be empty although some plan fits.
+    its incumbent); candidates may then be empty although some plan fits. ``device_rows``: a dict the caller
+    keeps across its searches with one cluster, batch and device but for its HBM capacity, keeping the costs
+    alive while it lives (``phaze.placement.mixed_interleaved.best_device_modes``' ``rows``).
     With ``space.per_stage_recompute`` also v = 1 plans whose pipeline stages each pick their own mode among
     the settings that differ only in recompute (``phaze.placement.mixed_dp``); each such combination
     adds its best plan when that mixes modes (an all-one-mode optimum is its uniform combination's).
@@ -373,7 +378,7 @@ def best_plans_from_costs(costs_by_setting: Mapping[TrainSetting, LayerCosts], n
     t0 = time.perf_counter()
     N = devices or cluster.num_devices
     L, B = num_blocks, global_batch
-    shared, counts = _Shared(cluster), _Counts()
+    shared, counts = _Shared(cluster, device_rows), _Counts()
     combos = enumerate_combinations(costs_by_setting, L, B, N, device, shared, space, counts, cutoff_s)
     combos.sort()  # by (lower bound, order): order is unique, so nothing else is compared
     K = max(1, top_k + 1)

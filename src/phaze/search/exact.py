@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -115,7 +115,30 @@ _DP_MEMO: dict = {}  # per worker: chips with identical layer times share one pl
 DP_MEMO_MAX_ENTRIES = 200_000
 
 
-def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float = math.inf):
+@dataclass
+class ChipMemo:
+    """What one chip's plan searches for one model share (``evaluate_chip``): each setting's costs per distinct
+    layer times, one object each (kept alive, so ``rows`` can key by identity), and the per-device rows of
+    ``best_device_modes`` (one cluster, batch and device but for its HBM capacity, as it asks)."""
+
+    costs: dict = field(default_factory=dict)
+    rows: dict = field(default_factory=dict)
+
+    def costs_of(self, mt: "ModelTask", idx, times) -> dict:
+        """{setting: costs} of settings ``idx`` of ``mt`` with layer times ``times(i)``."""
+        out = {}
+        for i in idx:
+            t = np.asarray(times(i), np.float64)
+            key = (i, t.tobytes())
+            c = self.costs.get(key)
+            if c is None:
+                c = self.costs[key] = with_times(mt.memory[i], t)
+            out[mt.memory[i].setting] = c
+        return out
+
+
+def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float = math.inf,
+          memo: ChipMemo | None = None):
     key = (mt.model, mt.plan_space, gib, cutoff_s, task.cluster, task.global_batch, task.devices,
            float(task.accelerator.hbm_bandwidth_Bps * task.accelerator.memory_efficiency),
            lane_ops_per_s(task.accelerator),
@@ -124,17 +147,18 @@ def _best(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float 
     if key not in _DP_MEMO:
         if len(_DP_MEMO) > DP_MEMO_MAX_ENTRIES:
             _DP_MEMO.clear()
-        _DP_MEMO[key] = _best_uncached(costs, task, mt, gib, cutoff_s)
+        _DP_MEMO[key] = _best_uncached(costs, task, mt, gib, cutoff_s, memo)
     return _DP_MEMO[key]
 
 
-def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float):
+def _best_uncached(costs: dict, task: ChipTask, mt: ModelTask, gib: int, cutoff_s: float,
+                   memo: ChipMemo | None = None):
     """The partition search per chip in the search's plan space (``mt.plan_space``: its interleavings, ZeRO
     stages, per-stage recompute; the microbatch sizes, widths, sequence parallelism and recompute modes are in
-    the settings costed, ``SearchSpec.settings``)."""
+    the settings costed, ``SearchSpec.settings``). ``memo``: the chip's, for this model (``ChipMemo``)."""
     return best_plan_from_costs(costs, mt.model.num_layers, task.cluster, task.global_batch,
                                 _device(task.accelerator, gib), mt.plan_space, devices=task.devices,
-                                cutoff_s=cutoff_s)
+                                cutoff_s=cutoff_s, device_rows=None if memo is None else memo.rows)
 
 
 # the layer problems of the chip being evaluated (3 kinds x 2 directions per setting) are each needed up to
@@ -172,7 +196,7 @@ def setting_times(task: ChipTask, mt: ModelTask, i: int, counter: list[int], exa
 
 
 def unit_best(task: ChipTask, mt: ModelTask, gib: int, idx: tuple[int, ...], beat_s: float, times_cache: dict,
-              counter: list[int]):
+              counter: list[int], memo: ChipMemo | None = None):
     """The best plan of the unit's settings ``idx`` on exact layer times if it runs an iteration in under
     ``beat_s``, else None; with as few exact layer schedules as that takes. Each setting's layer times start
     at the per-layer solver's lower bound (exact where ``times_cache`` has them). While the best plan on these
@@ -183,13 +207,11 @@ def unit_best(task: ChipTask, mt: ModelTask, gib: int, idx: tuple[int, ...], bea
     the best on exact times of every setting (each other plan's time here is no more than its exact time).
     So the modes no best plan uses are never scheduled: on the demo, most of the selective-recompute block
     backwards, the slowest layer problem to schedule (docs/changes.md, session 27)."""
-    def costs_of(times) -> dict:
-        return {mt.memory[i].setting: with_times(mt.memory[i], times[i]) for i in idx}
-
+    memo = ChipMemo() if memo is None else memo
     times = {i: times_cache[i] if i in times_cache else setting_times(task, mt, i, counter, exact=False)
              for i in idx}
     while True:
-        found = _best(costs_of(times), task, mt, gib, beat_s)
+        found = _best(memo.costs_of(mt, idx, times.__getitem__), task, mt, gib, beat_s, memo)
         if found is None or found.iteration_time_s >= beat_s:  # (a plan at or above the cutoff: none below)
             return None
         used = set(found.plan.recompute.per_stage)
@@ -201,7 +223,7 @@ def unit_best(task: ChipTask, mt: ModelTask, gib: int, idx: tuple[int, ...], bea
 
 
 def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: float, times_cache: dict,
-               counter: list[int]):
+               counter: list[int], memo: ChipMemo | None = None):
     """The best plan of one model on this chip with ``gib`` of HBM, scheduling layers exactly only for the
     plan units (one setting, or the settings differing only in recompute, ``mt.units``) whose plan under
     lower-bound layer times can reach ``threshold_seq_per_s`` (0: all units), and in a unit only the settings
@@ -213,15 +235,13 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
     cutoff = B / threshold_seq_per_s * (1 + TIE_RTOL) if threshold_seq_per_s > 0 else math.inf
     units = mt.unit_settings
 
-    def costs_of(idx, times) -> dict:
-        return {mt.memory[i].setting: with_times(mt.memory[i], times(i)) for i in idx}
-
+    memo = ChipMemo() if memo is None else memo
     ub = []
     for u, idx in enumerate(units):
         if mt.setting_ub[gib][u] < threshold_seq_per_s * (1 - TIE_RTOL):
             ub.append(0.0)  # the vectorized bound already rules this unit out
             continue
-        cand = _best(costs_of(idx, lambda i: mt.lower_s[i]), task, mt, gib, cutoff)
+        cand = _best(memo.costs_of(mt, idx, lambda i: mt.lower_s[i]), task, mt, gib, cutoff, memo)
         ub.append(B / cand.iteration_time_s if cand else 0.0)  # 0: nothing fits, or cut off
     best, best_tput, probed = None, 0.0, 0
     for u in sorted(range(len(ub)), key=lambda u: (-ub[u], u)):
@@ -230,7 +250,7 @@ def model_best(task: ChipTask, mt: ModelTask, gib: int, threshold_seq_per_s: flo
         probed += 1
         # only a plan that beats both the threshold and this chip's best unit so far changes the answer
         beat_s = min(cutoff, best.iteration_time_s) if best is not None else cutoff
-        cand = unit_best(task, mt, gib, units[u], beat_s, times_cache, counter)
+        cand = unit_best(task, mt, gib, units[u], beat_s, times_cache, counter, memo)
         if cand is not None:
             best, best_tput = cand, B / cand.iteration_time_s
     return best, best_tput, best_tput >= threshold_seq_per_s * (1 - TIE_RTOL), probed
@@ -271,6 +291,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
     per-model threshold (``_model_threshold``)."""
     counter = [0, 0, 0]  # layer schedules solved, of them not proven optimal, of them reused from the cache
     times_cache: list[dict] = [{} for _ in task.models]
+    memos = [ChipMemo() for _ in task.models]  # shared by the chip's HBM sizes and plan units
     results = []
     single = len(task.models) == 1
     weights = task.weight_by_hbm or {}
@@ -304,7 +325,7 @@ def evaluate_chip(task: ChipTask) -> list[ChipResult]:
         for k, mt in enumerate(task.models):
             threshold = (task.incumbent_score * refs[k] if single
                          else _model_threshold(task.incumbent_score, known, k) * refs[k])
-            cand, tput, ok, n = model_best(task, mt, gib, threshold, times_cache[k], counter)
+            cand, tput, ok, n = model_best(task, mt, gib, threshold, times_cache[k], counter, memos[k])
             exact &= ok
             probed += n
             if not ok:  # this model alone keeps the chip below the incumbent: the others need no work
