@@ -137,6 +137,15 @@ class _Shared:
             out = self.sync[key] = zero_microbatch_floor_s(grads_total, rho, self.topo(t, ranks, p), z, p)
         return out
 
+    def row(self, f, t: int, ranks: int, z: int, total: float, other: float, p_max: int) -> np.ndarray:
+        """``f`` (``sync_of`` or ``mb_floor``) at p = 1 .. p_max as an array (p at index p - 1), cached with the
+        syncs: ``_emit`` needs it at many p for each (setting, d, ZeRO stage)."""
+        key = (f.__name__, t, ranks, z, total, other)
+        out = self.sync.get(key)
+        if out is None or len(out) < p_max:
+            out = self.sync[key] = np.array([f(t, ranks, p, z, total, other) for p in range(1, p_max + 1)])
+        return out
+
     def sync_of(self, t: int, ranks: int, p: int, z: int, grads_total: float, weights_total: float) -> float:
         """The gradient sync of 1/p of the model over ``ranks`` replicas."""
         key = (t, ranks, p, z, grads_total, weights_total)
@@ -234,10 +243,10 @@ def _emit(combos: list, shared: _Shared, at: _At, pk: np.ndarray, vk: np.ndarray
           cutoff_s: float) -> None:
     """Append the (p, v) pairs ``pk``, ``vk`` of ``at`` whose lower bound is below ``cutoff_s``, in order."""
     t, r, z = at.t, at.r, at.z
-    sync = (np.array([shared.sync_of(t, r, p, z, at.grads_total, at.weights_total) for p in pk.tolist()])
+    p_max = int(pk.max())
+    sync = (shared.row(shared.sync_of, t, r, z, at.grads_total, at.weights_total, p_max)[pk - 1]
             if r > 1 and with_sync else 0.0)
-    mbc = (np.array([shared.mb_floor(t, r, p, z, at.grads_total, at.rho) for p in pk.tolist()])
-           if z >= 2 and r > 1 else 0.0)
+    mbc = shared.row(shared.mb_floor, t, r, z, at.grads_total, at.rho, p_max)[pk - 1] if z >= 2 and r > 1 else 0.0
     lbs = np.atleast_1d(lower_bound_s(at.cb, at.L, pk, vk, at.m, at.pf, at.pb, at.tr, at.hbm_Bps, sync, mbc))
     for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs.tolist()):
         if lb < cutoff_s:

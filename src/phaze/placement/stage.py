@@ -77,9 +77,13 @@ def grad_bucket_bytes(grad_bytes, params, dp: int):
     """The unsharded gradient bytes of one reduce-scatter bucket that ZeRO-2/3 hold while it is reduced:
     ``DDP_BUCKET_PARAMS`` (Megatron's bucket size, at least 1M x d parameters) at the stage's gradient bytes
     per parameter, at most the stage's gradients."""
+    bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
+    if isinstance(grad_bytes, (int, float)) and isinstance(params, (int, float)):  # scalars: no numpy
+        per = float(grad_bytes) / float(params) if params > 0 else 0.0
+        return float(min(float(grad_bytes), bucket * per))
     params = np.asarray(params, dtype=float)
     per = np.divide(grad_bytes, params, out=np.zeros_like(params), where=params > 0)
-    out = np.minimum(grad_bytes, max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp) * per)
+    out = np.minimum(grad_bytes, bucket * per)
     return float(out) if np.ndim(out) == 0 else out
 
 
@@ -157,7 +161,7 @@ class Topology:
 def _vec(f, x):
     """Apply a scalar cost function elementwise (cost functions take Python scalars), once per distinct
     value (a row of stage sizes often has only a few distinct boundary sizes)."""
-    if np.ndim(x) == 0:
+    if isinstance(x, (int, float)) or np.ndim(x) == 0:
         return float(f(float(x)))
     arr = np.asarray(x, dtype=float)
     distinct, where = np.unique(arr, return_inverse=True)
@@ -366,7 +370,8 @@ def exposed_sync_s(sync_s, bwd_s, overlap: bool, params=0, dp: int = 1, gather_s
     if not overlap:
         return sync_s
     bucket = max(DDP_BUCKET_PARAMS, DDP_BUCKET_PARAMS_PER_DP_RANK * dp)
-    if all(np.ndim(x) == 0 for x in (sync_s, bwd_s, params, gather_s, fwd_s)):  # the scalar path, no numpy
+    if all(isinstance(x, (int, float)) or np.ndim(x) == 0
+           for x in (sync_s, bwd_s, params, gather_s, fwd_s)):  # the scalar path, no numpy
         share = min(1.0, bucket / params) if params > 0 else 0.0
         g = float(gather_s)
         r = float(sync_s) - g
