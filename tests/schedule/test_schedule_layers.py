@@ -44,3 +44,23 @@ def test_collectives_need_a_tier():
     graph = layer_graph(get_model("megatron-bert"), TrainSetting(microbatch_size=1, seq_len=512, tp=8), "block", "fwd")
     with pytest.raises(ConfigError, match="tier"):
         build_problem(graph, get_accelerator("tpuv4-like"))
+
+
+def test_op_costs_are_shared_by_chips_that_differ_only_in_name_and_hbm_capacity(chips):
+    """``build_problem``'s op memo keys a chip without its name and HBM capacity (no op cost reads them): such
+    chips get the problem a fresh build gives, from the memo; a chip with another HBM bandwidth gets its own."""
+    from dataclasses import replace
+
+    import phaze.schedule.build as b
+
+    chip = chips[-1]  # a chip with the on-chip hierarchy (shared bandwidth)
+    graph = layer_graph(get_model("gpt2-xl"), TrainSetting(microbatch_size=2, seq_len=1024), "block", "bwd")
+    b._OP_MEMO.clear()
+    first = build_problem(graph, chip)
+    n = len(b._OP_MEMO)
+    bigger = replace(chip, name="bigger", hbm_bytes=chip.hbm_bytes * 2)
+    assert build_problem(graph, bigger) == first and len(b._OP_MEMO) == n  # read from the memo
+    b._OP_MEMO.clear()
+    assert build_problem(graph, bigger) == first  # costed afresh: the same problem
+    faster = replace(chip, hbm_bandwidth_Bps=chip.hbm_bandwidth_Bps * 2)
+    assert build_problem(graph, faster) != first and len(b._OP_MEMO) == 2 * n

@@ -69,6 +69,21 @@ def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident
 # its name. Cleared at this many entries (a co-search visits chips one after another).
 _OP_MEMO: dict = {}
 OP_MEMO_MAX_ENTRIES = 50_000
+_COST_KEYS: dict = {}  # accelerator -> the fields op costs depend on: all but its name and HBM capacity
+
+
+def _cost_key(accelerator: Accelerator):
+    """``accelerator`` without its name and HBM capacity, which no op cost reads (``phaze.cost`` takes HBM
+    bandwidth, not size): chips that differ only in them (a reference at the winner's HBM, a network sibling,
+    the decomposition's HBM step) share their ops' costs."""
+    from dataclasses import replace
+
+    key = _COST_KEYS.get(accelerator)
+    if key is None:
+        if len(_COST_KEYS) >= OP_MEMO_MAX_ENTRIES:
+            _COST_KEYS.clear()
+        key = _COST_KEYS[accelerator] = replace(accelerator, name="", hbm_bytes=1)
+    return key
 
 
 def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident: bool) -> dict:
@@ -77,7 +92,7 @@ def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident:
 
     from phaze.cost import core_modes
 
-    key = (replace(op, name=""), accelerator, kind, cap, resident)
+    key = (replace(op, name=""), _cost_key(accelerator), kind, cap, resident)
     out = _OP_MEMO.get(key)
     if out is None:
         if len(_OP_MEMO) >= OP_MEMO_MAX_ENTRIES:
