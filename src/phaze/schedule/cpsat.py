@@ -16,10 +16,9 @@ soon as one meets ``target_s`` (a valid real-time lower bound): it is then optim
 """
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-
-from ortools.sat.python import cp_model
 
 from phaze.schedule.bounds import energetic_bound, heads_tails
 from phaze.schedule.heuristic import Timing, assign_cores, retime
@@ -47,25 +46,33 @@ DET_PER_S = 0.07
 OPTIMAL_RTOL = 1e-9
 
 
-class _Tracker(cp_model.CpSolverSolutionCallback):
-    """Re-times each solution in real time, keeps the best, stops once it meets the target bound."""
+@functools.cache
+def _tracker_class():
+    """The solution callback class, defined at first use: OR-Tools (and the pandas it imports, 0.2 s) is loaded
+    only by a process that runs CP-SAT, which a chip with shared bandwidth never does (``solver.solve``)."""
+    from ortools.sat.python import cp_model
 
-    def __init__(self, problem: ScheduleProblem, start, choice, dur, target_s: float) -> None:
-        super().__init__()
-        self.problem, self.start, self.choice, self.dur, self.target_s = problem, start, choice, dur, target_s
-        self.best: tuple[Timing, list] | None = None
+    class _Tracker(cp_model.CpSolverSolutionCallback):
+        """Re-times each solution in real time, keeps the best, stops once it meets the target bound."""
 
-    def on_solution_callback(self) -> None:
-        modes = tuple(next(m for m, lit in ch if lit is None or self.boolean_value(lit)) for ch in self.choice)
-        ops = self.problem.ops
-        starts = tuple(self.value(s) for s in self.start)
-        tick = Timing(starts, tuple(starts[i] + self.dur[i][m] for i, m in enumerate(modes)), modes)
-        cores = assign_cores(self.problem, tick)
-        real = retime(self.problem, tick, cores, [op.modes[modes[i]][1] for i, op in enumerate(ops)])
-        if self.best is None or real.makespan < self.best[0].makespan:
-            self.best = (real, cores)
-        if real.makespan <= self.target_s * (1.0 + OPTIMAL_RTOL):
-            self.stop_search()
+        def __init__(self, problem: ScheduleProblem, start, choice, dur, target_s: float) -> None:
+            super().__init__()
+            self.problem, self.start, self.choice, self.dur, self.target_s = problem, start, choice, dur, target_s
+            self.best: tuple[Timing, list] | None = None
+
+        def on_solution_callback(self) -> None:
+            modes = tuple(next(m for m, lit in ch if lit is None or self.boolean_value(lit)) for ch in self.choice)
+            ops = self.problem.ops
+            starts = tuple(self.value(s) for s in self.start)
+            tick = Timing(starts, tuple(starts[i] + self.dur[i][m] for i, m in enumerate(modes)), modes)
+            cores = assign_cores(self.problem, tick)
+            real = retime(self.problem, tick, cores, [op.modes[modes[i]][1] for i, op in enumerate(ops)])
+            if self.best is None or real.makespan < self.best[0].makespan:
+                self.best = (real, cores)
+            if real.makespan <= self.target_s * (1.0 + OPTIMAL_RTOL):
+                self.stop_search()
+
+    return _Tracker
 
 
 def _contending(problem: ScheduleProblem) -> list[bool]:
@@ -80,6 +87,8 @@ def _contending(problem: ScheduleProblem) -> list[bool]:
 def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num_workers: int = 1,
                 random_seed: int = 0, resolution: int = 1 << 20, params: dict | None = None,
                 target_s: float = 0.0, det_limit: float | None = None) -> CpResult:
+    from ortools.sat.python import cp_model
+
     n = len(problem.ops)
     tick_s = hint.makespan / resolution
     dur = [[_ticks(d, tick_s) for _, d in op.modes] for op in problem.ops]
@@ -166,7 +175,7 @@ def solve_cpsat(problem: ScheduleProblem, hint: Timing, time_limit_s: float, num
     solver.parameters.random_seed = int(random_seed)
     for key, value in (params or {}).items():
         setattr(solver.parameters, key, value)
-    tracker = _Tracker(problem, start, choice, dur, target_s)
+    tracker = _tracker_class()(problem, start, choice, dur, target_s)
     status = solver.solve(model, tracker)
     if status == cp_model.OPTIMAL:
         bound = solver.objective_value

@@ -206,7 +206,8 @@ def submit_steps(spec, cluster, winner: Accelerator, references: dict[str, Accel
             design = tuple(kv for kv in _chip_key(chip) if kv[0] != "hbm_bytes")
             groups.setdefault((m.name, which, design), []).append(key)
     jobs = {}
-    for keys in groups.values():
+    # the tasks of two chips first (the longest: a pool that takes the longest first ends its queue more evenly)
+    for keys in sorted(groups.values(), key=lambda keys: -len(keys)):
         m, _, which = wanted[keys[0]]
         f = executor.submit(chips_throughput, m, tuple(wanted[k][1] for k in keys), spec, clusters[which])
         jobs.update({k: (f, i) for i, k in enumerate(keys)})
