@@ -64,3 +64,34 @@ def test_op_costs_are_shared_by_chips_that_differ_only_in_name_and_hbm_capacity(
     assert build_problem(graph, bigger) == first  # costed afresh: the same problem
     faster = replace(chip, hbm_bandwidth_Bps=chip.hbm_bandwidth_Bps * 2)
     assert build_problem(graph, faster) != first and len(b._OP_MEMO) == 2 * n
+
+
+def test_op_rates_from_one_vectorized_call_equal_one_call_per_core_count():
+    """``build_problem`` costs an op at every core count in one vectorized ``op_terms`` call (``mode_terms``):
+    each count's (duration, GLB rate, HBM rate) equals ``op_rates`` costing it alone, to the bit."""
+    import phaze.schedule.build as b
+    from phaze.cost import activations_resident, core_modes
+    from phaze.workload.ops import op_resource
+
+    space = enumerate_space()
+    idx = np.random.default_rng(3).choice(len(space), size=4, replace=False)
+    model = get_model("gpt2-xl")
+    checked = 0
+    for i in idx:
+        acc = space.accelerator(int(i))
+        arch = acc.as_arrays()
+        for direction in ("fwd", "bwd"):
+            graph = layer_graph(model, TrainSetting(microbatch_size=2, seq_len=1024, recompute="full"), "block",
+                                direction)
+            resident = bool(np.asarray(activations_resident(graph, arch)).reshape(-1)[0])
+            for op in graph.ops:
+                kind = op_resource(op)
+                if kind not in ("tc", "vc"):
+                    continue
+                modes = core_modes(acc.num_tc if kind == "tc" else acc.num_vc)
+                alone = [b.op_rates(op, acc, arch, kind, k, resident) for k in modes]
+                together = [b.op_rates(op, acc, arch, kind, k, resident, t)
+                            for k, t in zip(modes, b.mode_terms(op, arch, modes, resident))]
+                assert together == alone
+                checked += len(modes)
+    assert checked > 100

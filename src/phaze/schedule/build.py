@@ -36,16 +36,18 @@ def _first(x) -> float:
     return float(np.asarray(x).reshape(-1)[0])
 
 
-def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident) -> tuple[float, tuple[float, float]]:
+def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident,
+             terms: dict | None = None) -> tuple[float, tuple[float, float]]:
     """(duration_s, (GLB, HBM) bytes per second it draws) of an op on ``cores`` cores of a chip with the on-chip
     hierarchy, costed with the whole supply (``phaze.cost.onchip``). The rates are the least of a few
     candidate bandwidths at which the cost model still gives the op that duration (checked by costing it
     there, ``onchip.bandwidth_cap``): its GLB and HBM time terms over its busy time (a roofline op's exact
-    need), then half way to, then all of the bandwidth it was costed with (``phaze.schedule.bandwidth``)."""
+    need), then half way to, then all of the bandwidth it was costed with (``phaze.schedule.bandwidth``).
+    ``terms``: the op's ``op_terms`` on ``cores`` cores when the caller has them (``mode_terms``)."""
     from phaze.cost import op_latency_s, op_terms
     from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
 
-    t = op_terms(op, arch, cores, resident=resident)
+    t = op_terms(op, arch, cores, resident=resident) if terms is None else terms
     lat = _first(t["latency_s"])
     d = max(lat, MIN_DURATION_S)
     B, H = _first(glb_bandwidth_Bps(arch, kind, cores)), _first(hbm_bandwidth_Bps(arch, kind, cores))
@@ -86,6 +88,17 @@ def _cost_key(accelerator: Accelerator):
     return key
 
 
+def mode_terms(op, arch, modes: tuple[int, ...], resident: bool) -> list[dict]:
+    """``op_terms`` of an op on one chip (``arch``: its one row) at each core count of ``modes``, in one
+    vectorized call over a row per mode (elementwise, so each mode's terms are those of a call of its own)."""
+    from phaze.cost import op_terms
+
+    k = len(modes)
+    rows = arch.memo(("rows", k), lambda a: a.select(np.zeros(k, np.int64)))
+    t = op_terms(op, rows, np.asarray(modes, np.int64), resident=np.full(k, bool(resident)))
+    return [{n: np.asarray(t[n]).reshape(-1)[j:j + 1] for n in ("latency_s", "glb_s", "hbm_s")} for j in range(k)]
+
+
 def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident: bool) -> dict:
     """{cores: op_rates(...)} for every core count of ``core_modes(cap)``, memoized by the op's cost fields."""
     from dataclasses import replace
@@ -97,7 +110,10 @@ def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident:
     if out is None:
         if len(_OP_MEMO) >= OP_MEMO_MAX_ENTRIES:
             _OP_MEMO.clear()
-        out = _OP_MEMO[key] = {k: op_rates(op, accelerator, arch, kind, k, resident) for k in core_modes(cap)}
+        modes = core_modes(cap)
+        terms = mode_terms(op, arch, modes, resident)
+        out = _OP_MEMO[key] = {k: op_rates(op, accelerator, arch, kind, k, resident, t)
+                               for k, t in zip(modes, terms)}
     return out
 
 
