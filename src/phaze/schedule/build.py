@@ -36,18 +36,17 @@ def _first(x) -> float:
     return float(np.asarray(x).reshape(-1)[0])
 
 
-def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident,
-             terms: dict | None = None) -> tuple[float, tuple[float, float]]:
+def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident) -> tuple[float, tuple[float, float]]:
     """(duration_s, (GLB, HBM) bytes per second it draws) of an op on ``cores`` cores of a chip with the on-chip
     hierarchy, costed with the whole supply (``phaze.cost.onchip``). The rates are the least of a few
     candidate bandwidths at which the cost model still gives the op that duration (checked by costing it
     there, ``onchip.bandwidth_cap``): its GLB and HBM time terms over its busy time (a roofline op's exact
     need), then half way to, then all of the bandwidth it was costed with (``phaze.schedule.bandwidth``).
-    ``terms``: the op's ``op_terms`` on ``cores`` cores when the caller has them (``mode_terms``)."""
+    ``mode_rates`` gives the same at every core count at once."""
     from phaze.cost import op_latency_s, op_terms
     from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
 
-    t = op_terms(op, arch, cores, resident=resident) if terms is None else terms
+    t = op_terms(op, arch, cores, resident=resident)
     lat = _first(t["latency_s"])
     d = max(lat, MIN_DURATION_S)
     B, H = _first(glb_bandwidth_Bps(arch, kind, cores)), _first(hbm_bandwidth_Bps(arch, kind, cores))
@@ -88,15 +87,40 @@ def _cost_key(accelerator: Accelerator):
     return key
 
 
-def mode_terms(op, arch, modes: tuple[int, ...], resident: bool) -> list[dict]:
-    """``op_terms`` of an op on one chip (``arch``: its one row) at each core count of ``modes``, in one
-    vectorized call over a row per mode (elementwise, so each mode's terms are those of a call of its own)."""
-    from phaze.cost import op_terms
+def mode_rates(op, accelerator: Accelerator, arch, kind: str, modes: tuple[int, ...], resident: bool) -> dict:
+    """{cores: ``op_rates(...)``} at each core count of ``modes`` of one chip (``arch``: its one row), from a
+    few vectorized cost calls over a row per mode instead of up to three per mode: every step is elementwise,
+    so each count gets, to the bit, what ``op_rates`` gives it alone (tests/schedule/test_schedule_layers.py)."""
+    from phaze.cost import op_latency_s, op_terms
+    from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
 
-    k = len(modes)
-    rows = arch.memo(("rows", k), lambda a: a.select(np.zeros(k, np.int64)))
-    t = op_terms(op, rows, np.asarray(modes, np.int64), resident=np.full(k, bool(resident)))
-    return [{n: np.asarray(t[n]).reshape(-1)[j:j + 1] for n in ("latency_s", "glb_s", "hbm_s")} for j in range(k)]
+    n = len(modes)
+    rows = arch.memo(("rows", n), lambda a: a.select(np.zeros(n, np.int64)))
+    cores = np.asarray(modes, np.int64)
+    res = np.full(n, bool(resident))
+    t = op_terms(op, rows, cores, resident=res)
+    lat = np.asarray(t["latency_s"], np.float64).reshape(n)
+    d = np.maximum(lat, MIN_DURATION_S)
+    B = np.asarray(glb_bandwidth_Bps(arch, kind, cores), np.float64).reshape(n)
+    H = np.asarray(hbm_bandwidth_Bps(arch, kind, cores), np.float64).reshape(n)
+    busy = np.maximum(lat - accelerator.op_overhead_s, MIN_DURATION_S)
+    g = np.minimum(B, np.asarray(t["glb_s"], np.float64).reshape(n) * B / busy)
+    h = np.minimum(H, np.asarray(t["hbm_s"], np.float64).reshape(n) * H / busy)
+    full = g >= B * (1 - RATE_RTOL)
+    # a vector op, or one bound by the GLB: (d, (B or g, h)); the others keep the least of g, half way to B and B
+    # at which the cost model still gives them their duration
+    glb = np.where(full, B, g)
+    todo = ~full if kind != "vc" else np.zeros(n, bool)
+    for gg in (g, 0.5 * (g + B)):
+        if not todo.any():
+            break
+        cap = bandwidth_cap(rows, np.where(todo, gg, B), np.where(h > 0, h, H))  # rows not in question: uncapped
+        capped = np.asarray(op_latency_s(op, cap, cores, resident=res), np.float64).reshape(n)
+        ok = todo & (capped <= lat * (1 + RATE_RTOL))
+        glb = np.where(ok, gg, glb)
+        todo &= ~ok
+    glb = np.where(todo, B, glb)
+    return {int(k): (float(d[j]), (float(glb[j]), float(h[j]))) for j, k in enumerate(modes)}
 
 
 def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident: bool) -> dict:
@@ -110,10 +134,7 @@ def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident:
     if out is None:
         if len(_OP_MEMO) >= OP_MEMO_MAX_ENTRIES:
             _OP_MEMO.clear()
-        modes = core_modes(cap)
-        terms = mode_terms(op, arch, modes, resident)
-        out = _OP_MEMO[key] = {k: op_rates(op, accelerator, arch, kind, k, resident, t)
-                               for k, t in zip(modes, terms)}
+        out = _OP_MEMO[key] = mode_rates(op, accelerator, arch, kind, core_modes(cap), resident)
     return out
 
 
