@@ -147,3 +147,16 @@ def test_per_stage_recompute_uses_each_stages_costs():
     assert ev.stages[1].time_per_microbatch_s == pytest.approx(16.0)
     with pytest.raises(ConfigError):
         evaluate_costs(plan, {"none": none}, FLAT, 4, DeviceSpec(1e12, 1e30, 1.0), num_blocks=2)
+
+
+def test_balanced_plans_are_memoized_by_value_and_type():
+    """``Plan.balanced`` returns one frozen object per distinct arguments (a plan search builds the same balanced
+    plans for every chip); an argument of another type is another key, so a bad one is refused every time."""
+    kw = dict(interleave=2, recompute=Recompute.uniform("full"), zero=1, runtime=PLAN_RUNTIME)
+    a = Plan.balanced(8, 2, 1, 4, 1, 8, **kw)
+    assert Plan.balanced(8, 2, 1, 4, 1, 8, **kw) is a
+    assert a.stages == ((0, 3), (3, 5), (5, 7), (7, 10)) and a.chunks_of(0) == ((0, 3), (5, 7))
+    assert Plan.balanced(8, 2, 1, 4, 1, 8, cp=1, **kw) == a
+    for _ in range(2):
+        with pytest.raises(ConfigError, match="'cp' must be a positive integer"):
+            Plan.balanced(8, 2, 1, 4, 1, 8, cp=True, **kw)

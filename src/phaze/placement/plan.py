@@ -7,6 +7,7 @@ t consecutive devices, a DP group d devices t apart, and neighbouring pipeline s
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass, field, fields
 from typing import Iterable, Mapping
 
@@ -187,7 +188,14 @@ class Plan(RuntimeFields):
     def balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
                  *, interleave: int = 1, **kw) -> "Plan":
         """Blocks split as evenly as possible over p*v virtual stages (the first ones get the extra
-        blocks), embedding on the first, head on the last virtual stage."""
+        blocks), embedding on the first, head on the last virtual stage. The same arguments give the same
+        (frozen) plan object (``_balanced``: a plan search builds the same balanced plans for every chip)."""
+        return _balanced(cls, num_blocks, pp, tp, dp, microbatch_size, num_microbatches, interleave,
+                         tuple((k, type(v), v) for k, v in sorted(kw.items())))
+
+    @classmethod
+    def _balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
+                  interleave: int, **kw) -> "Plan":
         n = pp * interleave
         if n - 2 > num_blocks:
             raise ConfigError(f"plan: {n} pipeline stages cannot split {num_blocks} blocks "
@@ -206,6 +214,15 @@ class Plan(RuntimeFields):
             pos += c + (1 if i == 0 else 0) + (1 if i == n - 1 else 0)
             bounds.append((a, pos))
         return cls(tuple(bounds), tp, dp, microbatch_size, num_microbatches, interleave=interleave, **kw)
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)
+def _balanced(cls, num_blocks: int, pp: int, tp: int, dp: int, microbatch_size: int, num_microbatches: int,
+              interleave: int, kw: tuple) -> Plan:
+    """``Plan.balanced``, memoized by the arguments and their types (``kw``: (name, type, value) triples; a
+    ConfigError is raised again each time, never cached)."""
+    return cls._balanced(num_blocks, pp, tp, dp, microbatch_size, num_microbatches, interleave,
+                         **{k: v for k, _, v in kw})
 
 
 def plan_from_blocks(blocks: Iterable[int], **kw) -> Plan:
