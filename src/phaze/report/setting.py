@@ -30,6 +30,13 @@ def cluster_text(cluster) -> str:
     return f"{cluster.name} ({cluster.num_devices} devices): " + "; ".join(out)
 
 
+def _distinct(index) -> int:
+    """How many distinct values a non-negative integer array holds (a count per value, not a set of 3.6 M)."""
+    import numpy as np
+
+    return int(np.count_nonzero(np.bincount(np.asarray(index)))) if len(index) else 0
+
+
 def space_rows(space, cands) -> list[tuple[str, str]]:
     """The design-space axes, the area window and what it keeps."""
     budget = cands.budget_mm2
@@ -45,7 +52,7 @@ def space_rows(space, cands) -> list[tuple[str, str]]:
                         f" <= budget, i.e. {lo:.2f} to {budget:.2f} mm^2"
                         f"{waived}"),
         ("design space", f"{cands.__len__():,} chips kept of {space.raw_size:,} raw points" if not cands.networks
-         else f"{cands.__len__():,} (chip, network) pairs kept, {len(set(cands.chip_index.tolist())):,} chips with "
+         else f"{cands.__len__():,} (chip, network) pairs kept, {_distinct(cands.chip_index):,} chips with "
               f"up to {len(cands.networks)} networks each, of {space.raw_size:,} raw chip points"),
     ]
 
