@@ -160,3 +160,4 @@ def test_balanced_plans_are_memoized_by_value_and_type():
     for _ in range(2):
         with pytest.raises(ConfigError, match="'cp' must be a positive integer"):
             Plan.balanced(8, 2, 1, 4, 1, 8, cp=True, **kw)
+

@@ -245,3 +245,23 @@ def test_device_rows_kept_across_capacities_give_the_same_plans():
         seen.append(fresh[0].plan.recompute.to_json())
         assert rows  # filled by the first search, read by the later ones
     assert seen[1] == ["full", "none"]  # at 70 B the mixed plan (test_interleaved_plan_mixes_modes_per_device)
+
+
+def test_device_rows_are_the_evaluations_stage_figures():
+    """``device_rows`` (what the interleaved per-device recompute search reads for each mode) equals, to the bit,
+    the time per microbatch, exposed sync + optimizer step and memory of ``evaluate_costs``' stages."""
+    from phaze.placement.evaluation import device_rows
+    from phaze.placement.plan import Plan
+
+    costs, _, dev = _two_stage_case()
+    cluster = two_tier_cluster(n=8, fast=2)
+    for c in costs.values():
+        for v, z, d in ((1, 0, 1), (2, 1, 2), (2, 3, 4)):
+            plan = Plan.balanced(4, 2, 1, d, 1, 4, interleave=v, zero=z,
+                                 recompute=Recompute.uniform(c.setting.recompute), runtime=PLAN_RUNTIME)
+            ev = evaluate_costs(plan, c, cluster, 4 * d, dev, num_blocks=4, overlap_dp=True)
+            T, R, M = device_rows(plan, c, cluster, dev, num_blocks=4, overlap_dp=True)
+            assert T == [s.time_per_microbatch_s for s in ev.stages]
+            assert R == [s.dp_exposed_s + s.optimizer_step_s for s in ev.stages]
+            assert M == [s.memory_bytes for s in ev.stages]
+            assert len(T) == 2 and all(t > 0 for t in T)

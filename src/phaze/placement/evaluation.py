@@ -126,6 +126,53 @@ def _stage_figures(c: LayerCosts, places: list, chunks: dict, mode, topo, z: int
     return sums, sends, tuple(chunk_act), tied, sync, exposed, opt, mb_comm
 
 
+def _stage_rows(plan: Plan, costs, topo, n_layers: int, chunks: dict, overlap_dp: bool, device: DeviceSpec):
+    """Per pipeline device of ``plan``, what ``evaluate_costs`` and ``device_rows`` take from it: (device, its
+    recompute mode, its ``_stage_figures``, in-flight microbatches, activation peak, memory, time per
+    microbatch)."""
+    p, v, m, d, z = plan.pp, plan.interleave, plan.num_microbatches, plan.grad_sync_ranks, plan.zero
+    n_chunks = len(plan.stages)
+    figures: dict = {}  # (mode, its chunks' places) -> _stage_figures
+    for i in range(p):
+        mode = plan.recompute_of(i)
+        if isinstance(costs, LayerCosts):
+            c = costs
+        else:
+            if mode not in costs:
+                raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
+            c = costs[mode]
+        places = []
+        for j, r in enumerate(plan.chunks_of(i)):
+            k = i + j * p
+            places.append((*_layer_counts(r, n_layers), k < n_chunks - 1, k > 0))
+        key = (mode, tuple(places))
+        f = figures.get(key)
+        if f is None:  # the stages of a balanced plan repeat a few compositions: each is costed once
+            f = figures[key] = _stage_figures(c, places, chunks, mode, topo, z, d, overlap_dp, device)
+        sums, sends, chunk_act, tied, sync, exposed, opt, mb_comm = f
+        inflight = st.in_flight_microbatches(i, p, m, v)
+        act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
+                    else inflight * float(sums.activation_bytes))
+        mem = float(st.stage_memory(sums, inflight, d, z, tied, act_peak))
+        yield i, mode, f, inflight, act_peak, mem, sums.fwd_s + sums.bwd_s + sends + mb_comm
+
+
+def device_rows(plan: Plan, costs, cluster: Cluster, device: DeviceSpec, *, num_blocks: int, overlap_dp: bool,
+                chunk_cache: dict | None = None) -> tuple[list[float], list[float], list[float]]:
+    """Per pipeline device of ``plan``: its time per microbatch, exposed sync + optimizer step, and memory, the
+    ``time_per_microbatch_s``, ``dp_exposed_s + optimizer_step_s`` and ``memory_bytes`` of ``evaluate_costs``'s
+    stages (the same computation, ``_stage_rows``) without building the evaluation."""
+    d = plan.grad_sync_ranks
+    topo = st.Topology.of(cluster, plan.tp, d, plan.pp)
+    T, R, M = [], [], []
+    for _, _, f, _, _, mem, t_i in _stage_rows(plan, costs, topo, num_blocks + 2,
+                                                {} if chunk_cache is None else chunk_cache, overlap_dp, device):
+        T.append(t_i)
+        R.append(f[5] + f[6])
+        M.append(mem)
+    return T, R, M
+
+
 def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, cluster: Cluster,
                    global_batch: int, device: DeviceSpec, *, num_blocks: int,
                    model_flops_per_sequence: float = 0.0, seq_len: int = 0, overlap_dp: bool | None = None,
@@ -149,34 +196,13 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
     # d: the ranks that hold the same weights (data- and context-parallel): gradient sync and ZeRO-1 shards
     p, v, m, d = plan.pp, plan.interleave, plan.num_microbatches, plan.grad_sync_ranks
     topo = st.Topology.of(cluster, plan.tp, d, p)
-    n_chunks = len(plan.stages)
     stages: list[StageBreakdown] = []
     T, R = [], []
     chunks: dict = {} if chunk_cache is None else chunk_cache  # _chunk's figures
-    figures: dict = {}  # (mode, its chunks' places) -> _stage_figures
-    for i in range(p):
-        mode = plan.recompute_of(i)
-        if isinstance(costs, LayerCosts):
-            c = costs
-        else:
-            if mode not in costs:
-                raise ConfigError(f"no layer costs given for recompute mode {mode!r}")
-            c = costs[mode]
-        places = []
-        for j, r in enumerate(plan.chunks_of(i)):
-            k = i + j * p
-            places.append((*_layer_counts(r, n_layers), k < n_chunks - 1, k > 0))
-        key = (mode, tuple(places))
-        f = figures.get(key)
-        if f is None:  # the stages of a balanced plan repeat a few compositions: each is costed once
-            f = figures[key] = _stage_figures(c, places, chunks, mode, topo, plan.zero, d, overlap_dp, device)
+    for i, mode, f, inflight, act_peak, mem, t_i in _stage_rows(plan, costs, topo, n_layers, chunks, overlap_dp,
+                                                                device):
         sums, sends, chunk_act, tied, sync, exposed, opt, mb_comm = f
-        working, z = sums.working_bytes, plan.zero
-        inflight = st.in_flight_microbatches(i, p, m, v)
-        act_peak = (st.interleaved_peak_activation_bytes(i, p, m, chunk_act) if v > 1
-                    else inflight * float(sums.activation_bytes))
-        mem = float(st.stage_memory(sums, inflight, d, z, tied, act_peak))
-        t_i = sums.fwd_s + sums.bwd_s + sends + mb_comm
+        z = plan.zero
         T.append(t_i)
         R.append(exposed + opt)
         stages.append(StageBreakdown(
@@ -184,7 +210,7 @@ def evaluate_costs(plan: Plan, costs: Mapping[str, LayerCosts] | LayerCosts, clu
             time_per_microbatch_s=t_i, params=int(sums.params), weight_bytes=float(sums.weight_shard_bytes(d, z)),
             grad_bytes=float(sums.grad_shard_bytes(d, z)),
             optimizer_bytes=sums.optimizer_shard_bytes(d, z),
-            activation_bytes=act_peak, working_bytes=working,
+            activation_bytes=act_peak, working_bytes=sums.working_bytes,
             in_flight_microbatches=inflight, memory_bytes=mem, dp_allreduce_s=sync, dp_exposed_s=exposed,
             optimizer_step_s=opt, moe_a2a_s=sums.moe_a2a_s, moe_imbalance_s=sums.moe_imbalance_s,
             moe_host_s=sums.moe_host_s,
@@ -229,6 +255,18 @@ def evaluate_costs_memo(memo: dict | None, plan: Plan, costs, cluster: Cluster, 
         ev = memo[key] = evaluate_costs(plan, costs, cluster, global_batch, device, num_blocks=num_blocks,
                                         overlap_dp=overlap_dp, chunk_cache=memo.setdefault(_CHUNKS, {}))
     return ev
+
+
+def device_rows_memo(memo: dict | None, plan: Plan, costs, cluster: Cluster, device: DeviceSpec, *, num_blocks: int,
+                     overlap_dp: bool) -> tuple[list, list, list]:
+    """``device_rows`` of ``plan``: from ``memo``'s evaluation of it when ``evaluate_costs_memo`` made one, else
+    computed with the memo's chunk cache (and not kept as an evaluation)."""
+    ev = None if memo is None else memo.get((plan, id(costs), overlap_dp))
+    if ev is not None:
+        return ([s.time_per_microbatch_s for s in ev.stages], [s.dp_exposed_s + s.optimizer_step_s for s in ev.stages],
+                [s.memory_bytes for s in ev.stages])
+    return device_rows(plan, costs, cluster, device, num_blocks=num_blocks, overlap_dp=overlap_dp,
+                       chunk_cache=None if memo is None else memo.setdefault(_CHUNKS, {}))
 
 
 def moe_net_for(model, cluster: Cluster, setting):

@@ -21,7 +21,7 @@ from typing import Mapping
 import numpy as np
 
 from phaze.hardware.cluster import Cluster
-from phaze.placement.evaluation import DeviceSpec, evaluate_costs, evaluate_costs_memo
+from phaze.placement.evaluation import DeviceSpec, device_rows_memo, evaluate_costs
 from phaze.placement import stage as st
 from phaze.placement.layer_costs import LayerCosts
 from phaze.placement.plan import Plan
@@ -36,7 +36,8 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
     """(plan, iteration_time_s) of the best per-device mode assignment of the balanced interleaved plan
     (``plan_kw``: tp, dp, microbatch_size, num_microbatches, sequence_parallel, zero), or None when no
     assignment fits, the best uses one mode on every device (its uniform plan is that), or it cannot beat
-    ``cutoff_s``. ``memo``: the uniform plans' evaluations shared with the caller (``evaluate_costs_memo``).
+    ``cutoff_s``. ``memo``: the uniform plans' evaluations shared with the caller (``evaluate_costs_memo``;
+    each mode's per-device rows are read from there, else computed without an evaluation: ``device_rows_memo``).
     ``rows``: each uniform plan's per-device (time, sync + step, memory), which do not depend on the HBM
     capacity, kept across plan searches by a caller that gives one cluster, batch and device but for its
     capacity per dict and keeps the costs alive while it lives (keyed by their identity): a co-search
@@ -48,10 +49,7 @@ def best_device_modes(costs: Mapping[str, LayerCosts], num_blocks: int, p: int, 
         key = (plan, id(costs[r]), overlap_dp)
         row = None if rows is None else rows.get(key)
         if row is None:
-            ev = evaluate_costs_memo(memo, plan, costs[r], cluster, global_batch, device, num_blocks=num_blocks,
-                                     overlap_dp=overlap_dp)
-            row = ([s.time_per_microbatch_s for s in ev.stages], [s.dp_exposed_s + s.optimizer_step_s for s in ev.stages],
-                   [s.memory_bytes for s in ev.stages])
+            row = device_rows_memo(memo, plan, costs[r], cluster, device, num_blocks=num_blocks, overlap_dp=overlap_dp)
             if rows is not None:
                 rows[key] = row
         T.append(row[0])
