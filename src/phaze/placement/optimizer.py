@@ -248,9 +248,9 @@ def _emit(combos: list, shared: _Shared, at: _At, pk: np.ndarray, vk: np.ndarray
             if r > 1 and with_sync else 0.0)
     mbc = shared.row(shared.mb_floor, t, r, z, at.grads_total, at.rho, p_max)[pk - 1] if z >= 2 and r > 1 else 0.0
     lbs = np.atleast_1d(lower_bound_s(at.cb, at.L, pk, vk, at.m, at.pf, at.pb, at.tr, at.hbm_Bps, sync, mbc))
-    for p, v, lb in zip(pk.tolist(), vk.tolist(), lbs.tolist()):
-        if lb < cutoff_s:
-            combos.append(Combination(lb, len(combos), at.s, at.c, at.d, p, v, z, at.m))
+    keep = np.flatnonzero(lbs < cutoff_s)  # (a co-search's cutoff leaves few)
+    for p, v, lb in zip(pk[keep].tolist(), vk[keep].tolist(), lbs[keep].tolist()):
+        combos.append(Combination(lb, len(combos), at.s, at.c, at.d, p, v, z, at.m))
 
 
 def _mixed_combinations(combos, counts, shared, at: _At, ps: np.ndarray, cap: float, model_bytes: float, v_values,
