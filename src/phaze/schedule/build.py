@@ -38,30 +38,8 @@ def _first(x) -> float:
 
 def op_rates(op, accelerator: Accelerator, arch, kind: str, cores: int, resident) -> tuple[float, tuple[float, float]]:
     """(duration_s, (GLB, HBM) bytes per second it draws) of an op on ``cores`` cores of a chip with the on-chip
-    hierarchy, costed with the whole supply (``phaze.cost.onchip``). The rates are the least of a few
-    candidate bandwidths at which the cost model still gives the op that duration (checked by costing it
-    there, ``onchip.bandwidth_cap``): its GLB and HBM time terms over its busy time (a roofline op's exact
-    need), then half way to, then all of the bandwidth it was costed with (``phaze.schedule.bandwidth``).
-    ``mode_rates`` gives the same at every core count at once."""
-    from phaze.cost import op_latency_s, op_terms
-    from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
-
-    t = op_terms(op, arch, cores, resident=resident)
-    lat = _first(t["latency_s"])
-    d = max(lat, MIN_DURATION_S)
-    B, H = _first(glb_bandwidth_Bps(arch, kind, cores)), _first(hbm_bandwidth_Bps(arch, kind, cores))
-    busy = max(lat - accelerator.op_overhead_s, MIN_DURATION_S)
-    g = min(B, _first(t["glb_s"]) * B / busy)
-    h = min(H, _first(t["hbm_s"]) * H / busy)
-    if kind == "vc" or g >= B * (1 - RATE_RTOL):
-        # a vector op is a roofline, max(compute, bytes / GLB rate, bytes / HBM rate): at (g, h) its GLB and
-        # HBM terms equal its busy time; an op bound by the GLB needs all of it
-        return d, (B if g >= B * (1 - RATE_RTOL) else g, h)
-    for gg in (g, 0.5 * (g + B)):
-        capped = op_latency_s(op, bandwidth_cap(arch, gg, h if h > 0 else H), cores, resident=resident)
-        if _first(capped) <= lat * (1 + RATE_RTOL):
-            return d, (gg, h)
-    return d, (B, h)  # at (B, h) only the HBM term changed, to exactly the busy time
+    hierarchy: ``mode_rates`` at that one core count."""
+    return mode_rates(op, accelerator, arch, kind, (int(cores),), resident)[int(cores)]
 
 
 # Per process: the modes of ops already costed on a chip. A layer's graphs repeat ops (a recomputing backward
@@ -88,9 +66,14 @@ def _cost_key(accelerator: Accelerator):
 
 
 def mode_rates(op, accelerator: Accelerator, arch, kind: str, modes: tuple[int, ...], resident: bool) -> dict:
-    """{cores: ``op_rates(...)``} at each core count of ``modes`` of one chip (``arch``: its one row), from a
-    few vectorized cost calls over a row per mode instead of up to three per mode: every step is elementwise,
-    so each count gets, to the bit, what ``op_rates`` gives it alone (tests/schedule/test_schedule_layers.py)."""
+    """{cores: (duration_s, (GLB, HBM) bytes per second it draws)} of an op at each core count of ``modes`` of a
+    chip with the on-chip hierarchy (``arch``: its one row), costed with the whole supply (``phaze.cost.onchip``).
+    The rates are the least of a few candidate bandwidths at which the cost model still gives the op that
+    duration (checked by costing it there, ``onchip.bandwidth_cap``): its GLB and HBM time terms over its busy
+    time (a roofline op's exact need), then half way to, then all of the bandwidth it was costed with
+    (``phaze.schedule.bandwidth``). One vectorized cost call per step over a row per core count; every step is
+    elementwise, so each count gets, to the bit, what it gets costed alone (``op_rates``; session 28 checked
+    9,480 ops against the former scalar code, tests/schedule/test_schedule_layers.py checks one count at a time)."""
     from phaze.cost import op_latency_s, op_terms
     from phaze.cost.onchip import bandwidth_cap, glb_bandwidth_Bps, hbm_bandwidth_Bps
 
@@ -124,7 +107,7 @@ def mode_rates(op, accelerator: Accelerator, arch, kind: str, modes: tuple[int, 
 
 
 def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident: bool) -> dict:
-    """{cores: op_rates(...)} for every core count of ``core_modes(cap)``, memoized by the op's cost fields."""
+    """``mode_rates`` at every core count of ``core_modes(cap)``, memoized by the op's cost fields."""
     from dataclasses import replace
 
     from phaze.cost import core_modes
@@ -141,7 +124,7 @@ def _op_modes(op, accelerator: Accelerator, arch, kind: str, cap: int, resident:
 def build_problem(graph: LayerGraph, accelerator: Accelerator,
                   tp_tier: NetworkTier | None = None) -> ScheduleProblem:
     """Each op's duration on every core count of ``core_modes`` (dominated modes dropped); on a chip with the
-    on-chip hierarchy also the GLB/HBM bandwidth each mode draws (``op_rates``) and the chip's supply."""
+    on-chip hierarchy also the GLB/HBM bandwidth each mode draws (``mode_rates``) and the chip's supply."""
     from phaze.cost import activations_resident, core_modes, op_latency_s
     from phaze.cost.onchip import supply_Bps
 
