@@ -217,3 +217,45 @@ def test_a_given_upper_schedule_is_a_start_only(space):
     # an optimal upper schedule: nothing left to improve, the search only proves it
     again = solve_bnb(problem, time_limit_s=20.0, upper=default.timing)
     assert again.proven and again.timing == default.timing
+
+
+def test_a_proof_within_n_nodes_is_the_same_run_under_any_larger_limit(space):
+    """The rule ``solver._bnb_memoized`` reuses results by: the search is deterministic, so a proof reached in
+    N nodes is the same result (schedule, bound, improvements) under a node limit of N or more; under fewer
+    nodes it is another (unproven) result."""
+    problem = hard_problem(space, "gpt3-175b", 1, 21415)  # needs ~850 nodes
+    proof = solve_bnb(problem, time_limit_s=60.0, node_limit=5000)
+    assert proof.proven and 100 < proof.nodes < 5000
+    for limit in (proof.nodes, proof.nodes + 1, 20000):
+        again = solve_bnb(problem, time_limit_s=60.0, node_limit=limit)
+        assert (again.timing, again.lower_bound_s, again.nodes, again.improvements) == \
+            (proof.timing, proof.lower_bound_s, proof.nodes, proof.improvements)
+    short = solve_bnb(problem, time_limit_s=60.0, node_limit=proof.nodes - 1)
+    assert not short.proven
+
+
+def test_solve_reuses_a_branch_and_bound_only_where_it_is_the_same_run(space, monkeypatch):
+    """``solve`` memoizes branch-and-bound results per process; what it returns equals a solve with the memo
+    empty, for a proof asked again under a larger budget and for an unproven result asked under a larger one
+    (which is not reused: more nodes may improve it)."""
+    from phaze.schedule import solver
+
+    problem = hard_problem(space, "gpt3-175b", 1, 21415)  # ~850 nodes: unproven at 0.1 s (200 nodes)
+    calls = []
+    real = solver.solve_bnb
+    monkeypatch.setattr(solver, "solve_bnb", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    fresh, ran = {}, []
+    for limit_s in (0.1, 0.2, 1.0, 5.0, 1.0):
+        monkeypatch.setattr(solver, "_BNB_MEMO", {})
+        alone = solve(problem, time_limit_s=limit_s)
+        monkeypatch.setattr(solver, "_BNB_MEMO", fresh)
+        before = len(calls)
+        shared = solve(problem, time_limit_s=limit_s)
+        ran += calls[before:]
+        assert (shared.makespan_s, shared.lower_bound_s, shared.status) == \
+            (alone.makespan_s, alone.lower_bound_s, alone.status)
+        assert [(o.start_s, o.cores) for o in shared.ops] == [(o.start_s, o.cores) for o in alone.ops]
+    # with the memo: 200 and 400 nodes unproven (run), 2,000 proves it (run), 10,000 and 2,000 again reuse it
+    assert ran == [200, 400, 2000]
+    # a budget below the proof's node count is not answered with the proof: it runs, unproven, as alone
+    assert solve(problem, time_limit_s=0.1).status != "optimal" and ran + calls[-1:] == [200, 400, 2000, 200]

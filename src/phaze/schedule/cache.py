@@ -7,28 +7,14 @@ with equal latencies is solved once.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
 from phaze.errors import StoreError
-from phaze.schedule.problem import Schedule, ScheduleProblem
+from phaze.schedule.problem import Schedule, ScheduleProblem, problem_key
 from phaze.schedule.solver import solve
-
-
-def problem_key(problem: ScheduleProblem) -> str:
-    canon = {
-        "ops": [[op.kind, [[k, float(d).hex()] for k, d in op.modes]] for op in problem.ops],
-        "edges": sorted([a, b] for a, b in problem.edges),
-        "num_tc": problem.num_tc,
-        "num_vc": problem.num_vc,
-    }
-    if problem.shares_bandwidth:  # what the re-timing under shared bandwidth reads (absent: keys as before)
-        canon["rates"] = [[[float(g).hex(), float(h).hex()] for g, h in op.rates] for op in problem.ops]
-        canon["supply"] = [float(problem.glb_supply_Bps).hex(), float(problem.hbm_supply_Bps).hex()]
-    return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()
 
 
 class ScheduleCache:

@@ -20,6 +20,8 @@ Semantics (one layer, one direction, one chip):
 """
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from typing import Literal
 
@@ -217,3 +219,18 @@ def prune_modes(modes) -> tuple[tuple[int, float], ...]:
         if not out or best[k] < out[-1][1]:
             out.append((k, best[k]))
     return tuple(out)
+
+
+def problem_key(problem: ScheduleProblem) -> str:
+    """sha256 of what a schedule depends on: op kinds, modes (cores and exact durations), edges and core counts
+    (and, with shared bandwidth, every mode's rates and the supply); not the op names."""
+    canon = {
+        "ops": [[op.kind, [[k, float(d).hex()] for k, d in op.modes]] for op in problem.ops],
+        "edges": sorted([a, b] for a, b in problem.edges),
+        "num_tc": problem.num_tc,
+        "num_vc": problem.num_vc,
+    }
+    if problem.shares_bandwidth:  # what the re-timing under shared bandwidth reads (absent: keys as before)
+        canon["rates"] = [[[float(g).hex(), float(h).hex()] for g, h in op.rates] for op in problem.ops]
+        canon["supply"] = [float(problem.glb_supply_Bps).hex(), float(problem.hbm_supply_Bps).hex()]
+    return hashlib.sha256(json.dumps(canon, separators=(",", ":")).encode()).hexdigest()

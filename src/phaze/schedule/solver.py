@@ -8,11 +8,11 @@ import time
 
 from phaze.errors import ConfigError
 from phaze.schedule.bandwidth import best_shared
-from phaze.schedule.bnb import solve_bnb
+from phaze.schedule.bnb import BnbResult, solve_bnb
 from phaze.schedule.bounds import bandwidth_bound_s, lower_bound_s
 from phaze.schedule.cpsat import solve_cpsat
 from phaze.schedule.heuristic import assign_cores, heuristic_timing, to_scheduled_ops
-from phaze.schedule.problem import Schedule, ScheduleProblem
+from phaze.schedule.problem import Schedule, ScheduleProblem, problem_key
 from phaze.schedule.reduce import isolated_fastest
 
 OPTIMAL_RTOL = 1e-9  # upper and lower bound this close (relative): proven optimal
@@ -25,6 +25,31 @@ BNB_NODES_PER_S = 2000
 # not. (At 0.9 x the limit it did bind: a 27-op MoE block backward ran its BnB for 0.27 s and CP-SAT to the
 # wall at 1.0 s, so its schedule, and a search's stored throughput, changed with the machine's load.)
 WALL_SAFETY = 10.0
+
+
+# Branch-and-bound results of this process by the problem the solvers see (full-bandwidth durations, no op
+# names): chips that differ only in what the re-timing under shared bandwidth reads (rates, supply), and the
+# caches of different tasks, meet the same problem. Bounded so a long search does not grow it without end.
+_BNB_MEMO: dict[str, tuple[int, BnbResult]] = {}
+BNB_MEMO_SIZE = 4096
+
+
+def _bnb_memoized(problem: ScheduleProblem, wall_s: float, node_limit: int, upper) -> BnbResult:
+    """``solve_bnb(problem, wall_s, node_limit, upper=upper)``, ``upper`` being the heuristic's schedule of
+    ``problem`` (so a function of the problem). A stored result answers a node limit equal to its own, or any
+    limit at least its node count if it was proven: the search is deterministic and expands the same nodes in
+    the same order up to its limit, so a proof within N nodes is the same under any limit >= N. A result the
+    wall clock ended (unproven under its node limit) is not stored."""
+    key = problem_key(problem)
+    hit = _BNB_MEMO.get(key)
+    if hit is not None and (hit[0] == node_limit or (hit[1].proven and hit[1].nodes <= node_limit)):
+        return hit[1]
+    bb = solve_bnb(problem, wall_s, node_limit, upper=upper)
+    if bb.proven or bb.nodes >= node_limit:
+        if len(_BNB_MEMO) >= BNB_MEMO_SIZE:
+            _BNB_MEMO.pop(next(iter(_BNB_MEMO)))
+        _BNB_MEMO[key] = (node_limit, bb)
+    return bb
 
 
 def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = True, *,
@@ -63,7 +88,7 @@ def solve(problem: ScheduleProblem, time_limit_s: float = 5.0, exact: bool = Tru
         status = "optimal"
     elif exact:
         wall_s = WALL_SAFETY * time_limit_s
-        bb = solve_bnb(problem, wall_s, max(100, int(BNB_NODES_PER_S * time_limit_s)), upper=timing)
+        bb = _bnb_memoized(problem, wall_s, max(100, int(BNB_NODES_PER_S * time_limit_s)), timing)
         lb = max(lb, bb.lower_bound_s)
         starts = list(bb.improvements)
         if bb.timing.makespan < timing.makespan:
