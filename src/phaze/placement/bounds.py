@@ -50,10 +50,18 @@ def lower_bound_s(c: LayerCosts, L: int, p: int, v: int, m: int, pf: float, pb: 
     max T >= S/p; the stage with the most parameters (>= 1/p of them) pays its optimizer step and its
     gradient sync ``sync_s`` (the sync of 1/p of the gradients). ``mb_comm_s``: a floor on max T (and so on
     sum T) from ZeRO-2/3's per-microbatch transfers (``zero_microbatch_floor_s``). ``p`` (with ``v``), ``sync_s``
-    and ``mb_comm_s`` may be arrays (one bound per element)."""
+    and ``mb_comm_s`` may be arrays (one bound per element).
+    Interleaved (v > 1): the partition is fixed (``Plan.balanced``: L / (p v) blocks per virtual stage, as v > 1
+    requires), so the first device holds L / p blocks and the embedding, and sends forward from each of its v
+    chunks and backward from all but the first; the last device holds L / p blocks and the head, and sends
+    backward from each of its v chunks and forward from all but the last: max T is at least either's."""
     tb = c.block.fwd_s + c.block.bwd_s
-    S = L * tb + c.embedding.fwd_s + c.embedding.bwd_s + c.head.fwd_s + c.head.bwd_s + (p * v - 1) * (pf + pb)
+    emb, head = c.embedding.fwd_s + c.embedding.bwd_s, c.head.fwd_s + c.head.bwd_s
+    S = L * tb + emb + head + (p * v - 1) * (pf + pb)
     M = S / p
+    if np.any(np.asarray(v) > 1):
+        ends = L / p * tb + np.maximum(emb + v * pf + (v - 1) * pb, head + (v - 1) * pf + v * pb)
+        M = np.where(np.asarray(v) > 1, np.maximum(M, ends), M)
     if mb_comm_s is not None and (mb_comm_s > 0 if isinstance(mb_comm_s, float) else np.any(mb_comm_s > 0)):
         M = np.maximum(M, mb_comm_s)
         S = np.maximum(S, M)
