@@ -107,7 +107,6 @@ class _Shared:
             for d in (self._topo, self._sends, self.sync):
                 d.clear()
         self.rows: dict = {}  # stage rows of the partition solves (keyed by id: lives only in one search)
-        self.valid: dict = {}  # legal (p, v) masks of ``_uniform_combinations``
         self.evals: dict = {}  # plan evaluations (``evaluate_costs_memo``; keyed by id: one search only)
 
     def topo(self, t: int, ranks: int, p: int) -> st.Topology:
@@ -205,96 +204,115 @@ def enumerate_combinations(costs_by_setting: Mapping[TrainSetting, LayerCosts], 
                 ps = ps[ps * t * r == N]
             if not len(ps):
                 continue
-            for z in z_values:
-                static_total = tot.sharded_static_bytes(z, r)
-                at = _At(s, c, cb, d, z, m, t, r, L, pf, pb, traffic / r if z else traffic, device.hbm_Bps,
-                         grads_total, weights_total, rho)
-                if mixed:  # p >= 2 only
-                    _mixed_combinations(combos, counts, shared, at, ps, cap, static_total + act_total, v_values,
-                                        with_sync, cutoff_s)
-                else:
-                    _uniform_combinations(combos, counts, shared, at, ps, cap, static_total, act_total, v_values,
-                                          cutoff_s)
+            at = _At(s, c, cb, d, m, t, r, L, pf, pb, traffic, device.hbm_Bps, grads_total, weights_total, rho)
+            static = np.array([tot.sharded_static_bytes(z, r) for z in z_values])  # [ZeRO stage]
+            if mixed:  # p >= 2 only
+                _mixed_combinations(combos, counts, shared, at, z_values, ps, cap, static + act_total, v_values,
+                                    with_sync, cutoff_s)
+            else:
+                _uniform_combinations(combos, counts, shared, at, z_values, ps, cap, static, act_total, v_values,
+                                      cutoff_s)
     return combos
 
 
 class _At(NamedTuple):
-    """One (setting or per-stage group, d, ZeRO stage) of ``enumerate_combinations``: what its combinations'
-    bounds need."""
+    """One (setting or per-stage group, d) of ``enumerate_combinations``: what its combinations' bounds need."""
     s: TrainSetting
     c: object  # the costs to solve with (LayerCosts, or {mode: LayerCosts})
     cb: LayerCosts  # the costs to bound with
     d: int
-    z: int
     m: int
     t: int
     r: int
     L: int
     pf: float
     pb: float
-    tr: float
+    traffic: float  # the whole model's optimizer-step HBM traffic (ZeRO shards it over the r ranks)
     hbm_Bps: float
     grads_total: float
     weights_total: float
     rho: float
 
 
-def _emit(combos: list, shared: _Shared, at: _At, pk: np.ndarray, vk: np.ndarray, with_sync: bool,
-          cutoff_s: float) -> None:
-    """Append the (p, v) pairs ``pk``, ``vk`` of ``at`` whose lower bound is below ``cutoff_s``, in order."""
-    t, r, z = at.t, at.r, at.z
+_LEGAL: dict = {}  # per process: ``_legal_pairs`` by its arguments (a few hundred keys per model)
+LEGAL_MAX_ENTRIES = 100_000
+
+
+def _legal_pairs(ps: np.ndarray, m: int, L: int, v_values) -> np.ndarray:
+    """[v, p]: which (p of ``ps``, consecutive integers, and v of ``v_values``) may be combined: any p at v = 1;
+    v > 1 (interleaving) needs p >= 2, L divisible by p v and m by p. Cached: it depends on few numbers, shared by
+    many combinations and searches (do not modify the array)."""
+    key = (len(ps), int(ps[0]), m, L, tuple(v_values))
+    out = _LEGAL.get(key)
+    if out is None:
+        if len(_LEGAL) >= LEGAL_MAX_ENTRIES:
+            _LEGAL.clear()
+        out = _LEGAL[key] = np.array([np.ones(len(ps), bool) if v == 1 else
+                                      (ps >= 2) & (L % (ps * v) == 0) & (m % ps == 0) for v in v_values])
+    return out
+
+
+def _emit(combos: list, shared: _Shared, at: _At, z_values, zi: np.ndarray, pk: np.ndarray, vk: np.ndarray,
+          with_sync: bool, cutoff_s: float) -> None:
+    """Append the (ZeRO stage ``z_values[zi]``, p ``pk``, v ``vk``) triples of ``at`` whose lower bound is below
+    ``cutoff_s``, in order (all ZeRO stages' bounds in one numpy evaluation)."""
+    t, r = at.t, at.r
     p_max = int(pk.max())
-    sync = (shared.row(shared.sync_of, t, r, z, at.grads_total, at.weights_total, p_max)[pk - 1]
-            if r > 1 and with_sync else 0.0)
-    mbc = shared.row(shared.mb_floor, t, r, z, at.grads_total, at.rho, p_max)[pk - 1] if z >= 2 and r > 1 else 0.0
-    lbs = np.atleast_1d(lower_bound_s(at.cb, at.L, pk, vk, at.m, at.pf, at.pb, at.tr, at.hbm_Bps, sync, mbc))
+    sync = mbc = 0.0
+    if r > 1 and with_sync:
+        sync = np.array([shared.row(shared.sync_of, t, r, z, at.grads_total, at.weights_total, p_max)[:p_max]
+                         for z in z_values])[zi, pk - 1]
+    if r > 1 and max(z_values) >= 2:
+        mbc = np.array([shared.row(shared.mb_floor, t, r, z, at.grads_total, at.rho, p_max)[:p_max] if z >= 2
+                        else np.zeros(p_max) for z in z_values])[zi, pk - 1]
+    tr = np.array([at.traffic / r if z else at.traffic for z in z_values])[zi]
+    lbs = np.atleast_1d(lower_bound_s(at.cb, at.L, pk, vk, at.m, at.pf, at.pb, tr, at.hbm_Bps, sync, mbc))
     keep = np.flatnonzero(lbs < cutoff_s)  # (a co-search's cutoff leaves few)
-    for p, v, lb in zip(pk[keep].tolist(), vk[keep].tolist(), lbs[keep].tolist()):
+    zk = np.asarray(z_values)[zi]
+    for z, p, v, lb in zip(zk[keep].tolist(), pk[keep].tolist(), vk[keep].tolist(), lbs[keep].tolist()):
         combos.append(Combination(lb, len(combos), at.s, at.c, at.d, p, v, z, at.m))
 
 
-def _mixed_combinations(combos, counts, shared, at: _At, ps: np.ndarray, cap: float, model_bytes: float, v_values,
-                        with_sync: bool, cutoff_s: float) -> None:
+def _mixed_combinations(combos, counts, shared, at: _At, z_values, ps: np.ndarray, cap: float,
+                        model_bytes: np.ndarray, v_values, with_sync: bool, cutoff_s: float) -> None:
     """``enumerate_combinations``' per-stage recompute combinations of ``at`` (a group of settings): every legal
-    (p >= 2 of ``ps``, v) whose model memory can spread over p and whose bound is below ``cutoff_s``, v-major."""
+    (ZeRO stage, p >= 2 of ``ps``, v) whose model memory (``model_bytes`` per ZeRO stage) can spread over p and
+    whose bound is below ``cutoff_s``, by ZeRO stage, then v-major."""
     ps = ps[ps >= 2]
     if not len(ps):
         return
-    legal = np.array([np.ones(len(ps), bool) if v == 1 else (at.L % (ps * v) == 0) & (at.m % ps == 0)
-                      for v in v_values])  # [v, p]
-    counts.mixed_considered += int(legal.sum())
-    keep = legal & (model_bytes / ps <= cap)[None]  # the model's memory spreads over p
-    vi, pi = np.nonzero(keep)  # v-major
+    legal = _legal_pairs(ps, at.m, at.L, v_values)
+    counts.mixed_considered += int(legal.sum()) * len(z_values)
+    keep = legal[None] & (model_bytes[:, None] / ps[None] <= cap)[:, None, :]  # [z, v, p]: memory spreads over p
+    zi, vi, pi = np.nonzero(keep)  # by ZeRO stage, then v-major
     if len(pi):
-        _emit(combos, shared, at, ps[pi], np.asarray(v_values)[vi], with_sync, cutoff_s)
+        _emit(combos, shared, at, z_values, zi, ps[pi], np.asarray(v_values)[vi], with_sync, cutoff_s)
 
 
-def _uniform_combinations(combos, counts, shared, at: _At, ps: np.ndarray, cap: float, static_total: float,
-                          act_total: float, v_values, cutoff_s: float) -> None:
-    """``enumerate_combinations``' combinations of ``at`` (one setting, one recompute mode): every valid (p of
-    ``ps``, v) whose bound is below ``cutoff_s``, p-major, with that bound (all pairs at once, numpy)."""
+def _uniform_combinations(combos, counts, shared, at: _At, z_values, ps: np.ndarray, cap: float,
+                          static: np.ndarray, act_total: float, v_values, cutoff_s: float) -> None:
+    """``enumerate_combinations``' combinations of ``at`` (one setting, one recompute mode): every valid (ZeRO
+    stage, p of ``ps``, v) whose bound is below ``cutoff_s``, by ZeRO stage, then p-major, with that bound (all at
+    once, numpy). ``static``: the whole model's static bytes per ZeRO stage of ``z_values``."""
     L, m = at.L, at.m
-    tied = st.tied_static_bytes(at.cb, at.z, at.r)
-    need = (static_total - np.where(ps == 1, tied, 0.0) + act_total) / ps
-    vkey = (len(ps), int(ps[0]), int(ps[-1]), m, L, tuple(v_values))
-    valid = shared.valid.get(vkey)
-    if valid is None:  # [v, p]: which (p, v) are legal depends on few numbers, shared by many combinations
-        valid = shared.valid[vkey] = np.array([np.ones(len(ps), bool) if v == 1 else
-                                               (ps >= 2) & (L % (ps * v) == 0) & (m % ps == 0) for v in v_values])
+    tied = np.array([st.tied_static_bytes(at.cb, z, at.r) for z in z_values])
+    need = (static[:, None] - np.where(ps == 1, tied[:, None], 0.0) + act_total) / ps  # [z, p]
+    valid = _legal_pairs(ps, m, L, v_values)
     n_valid = int(valid.sum())
     if not n_valid:
         return
-    counts.considered += n_valid
+    counts.considered += n_valid * len(z_values)
     on = valid.any(axis=0)
-    k = int(np.argmin(np.where(on, need, np.inf)))  # the first p of the least need
-    if need[k] < counts.min_need:
-        counts.min_need, counts.min_need_parts = float(need[k]), ((need[k] * ps[k] - act_total) / ps[k],
-                                                                  act_total / ps[k])
+    least = np.where(on, need, np.inf)
+    zk, k = np.unravel_index(int(np.argmin(least)), least.shape)  # the first (ZeRO stage, p) of the least need
+    if need[zk, k] < counts.min_need:
+        n = need[zk, k]
+        counts.min_need, counts.min_need_parts = float(n), ((n * ps[k] - act_total) / ps[k], act_total / ps[k])
         counts.seq_len = at.s.seq_len
-    keep = valid & (need <= cap)[None]  # the memory of the whole model can spread over p devices
-    vi, pi = np.nonzero(keep.T)[::-1]  # the (v, p) pairs, p-major (numpy's row order of the transpose)
+    keep = valid[None] & (need <= cap)[:, None, :]  # [z, v, p]: the whole model's memory can spread over p
+    zi, pi, vi = np.nonzero(keep.transpose(0, 2, 1))  # by ZeRO stage, then p-major
     if len(pi):
-        _emit(combos, shared, at, ps[pi], np.asarray(v_values)[vi], True, cutoff_s)
+        _emit(combos, shared, at, z_values, zi, ps[pi], np.asarray(v_values)[vi], True, cutoff_s)
 
 
 def solve_combination(k: Combination, L: int, B: int, cluster: Cluster, device: DeviceSpec, shared: _Shared,
