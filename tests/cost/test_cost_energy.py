@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from phaze.cost.energy import graph_energy_j, graph_time_by_bound, op_energy_j
-from phaze.hardware import Accelerator, get_accelerator
+from phaze.hardware import get_accelerator
 from phaze.hardware.power import HBM_J_PER_BYTE, LANE_OP_J, MAC_J, WIRE_J_PER_BIT_MM, peak_power_w
 from phaze.workload.runtime import TrainSetting
 from phaze.workload.graphs import layer_graph

@@ -1,7 +1,6 @@
 """The accumulator pass split (``phaze.cost.gemm_chip.PASS_SPLITS``) and the evaluation of a GEMM once per
 distinct (core kind, core count, GLB bytes per cycle): each chip of a large set gets what it gets alone."""
 import numpy as np
-import pytest
 
 import phaze.cost.gemm_chip as gc
 from phaze.cost.gemm import gemm_terms

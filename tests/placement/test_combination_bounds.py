@@ -13,7 +13,7 @@ from hypothesis import strategies as st_
 from test_dp_bruteforce import LANES, layer_costs
 
 from phaze.placement.evaluation import DeviceSpec, evaluate_costs
-from phaze.placement.optimizer import _Counts, _Shared, enumerate_combinations
+from phaze.placement.combinations import SearchCounts, SearchShared, enumerate_combinations
 from phaze.placement.plan import Plan
 from phaze.placement.recompute import Recompute
 from phaze.workload.runtime import PlanSpace
@@ -41,7 +41,7 @@ def test_interleaved_bounds_never_exceed_any_plan_of_their_combination(data, L, 
     cluster = two_tier_cluster(n=16, fast=4)
     dev = DeviceSpec(1e15, 1e12, 1e15, lane_ops_per_s=lanes)
     space = PlanSpace(interleave_values=(1, 2, 3, 4), zero=(0, 1, 2, 3), per_stage_recompute=True)
-    combos = enumerate_combinations(costs, L, B, devices, dev, _Shared(cluster), space, _Counts())
+    combos = enumerate_combinations(costs, L, B, devices, dev, SearchShared(cluster), space, SearchCounts())
     checked = 0
     for k in combos:
         if k.interleave == 1:
@@ -68,7 +68,7 @@ def test_interleaved_bound_is_the_head_device_by_hand():
     cluster = two_tier_cluster(n=16, fast=4)
     dev = DeviceSpec(1e15, 1e12, 1e15)
     space = PlanSpace(interleave_values=(2,), zero=(0,), per_stage_recompute=False)
-    combos = enumerate_combinations({s: c}, 4, 2, 2, dev, _Shared(cluster), space, _Counts())
+    combos = enumerate_combinations({s: c}, 4, 2, 2, dev, SearchShared(cluster), space, SearchCounts())
     (k,) = [k for k in combos if (k.pp, k.interleave, k.dp) == (2, 2, 1)]
     assert math.isclose(k.lower_bound_s, 15.5, rel_tol=1e-12)
     plan, _ = next(_plans(k, 4))

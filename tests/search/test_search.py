@@ -11,7 +11,6 @@ from phaze.errors import StoreError
 from phaze.hardware.chip_network import TPUV4_ICI, network_cluster
 from phaze.hardware.presets import get_cluster
 from phaze.hardware.space import DesignSpace
-from phaze.hardware.space import enumerate_space
 from phaze.search import SearchSpec, Store, run_search
 from phaze.search.bounds import model_bounds
 from phaze.workload.config import ModelConfig

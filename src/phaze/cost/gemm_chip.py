@@ -98,7 +98,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from phaze.cost.common import ceil_div
 from phaze.cost.onchip import glb_bandwidth_Bps, hbm_bandwidth_Bps
 from phaze.hardware.accelerator import ArchArrays
 from phaze.hardware.supply import acc_row_rate

@@ -15,7 +15,6 @@ is a share, not a timeline).
 """
 from __future__ import annotations
 
-import numpy as np
 
 from phaze.hardware.accelerator import Accelerator
 from phaze.placement.evaluation import _layer_counts

@@ -260,7 +260,6 @@ def plan_report_html(result, setting: list[tuple[str, str]], detail, launch=None
     from html import escape
 
     best = result.best
-    ev = detail.evaluation
     bt = best.throughput_seq_per_s
     used = best.devices_used
     fp8 = " of the BF16 dense peak (an FP8 plan)" if best.plan.precision == "fp8" else ""
