@@ -68,6 +68,10 @@ class NodeModel:
         # per op: the pairs among its direct predecessors (both must end before it starts)
         self.pred_pairs = [[pr for pr in self.pairs if pr[0] in self.preds[s] and pr[1] in self.preds[s]]
                            for s in range(n)]
+        # the pairs as the bound reads them: (both ops' bits, i, j, fit, dmin i, dmin j, tail i, tail j)
+        self.pair_rows = [((1 << i) | (1 << j), i, j, fit, self.dmin[i], self.dmin[j], self.tail[i], self.tail[j])
+                          for i, j, fit in self.pairs]
+        self.contending = [j for j in range(n) if not self.delay[j]]
 
     def bound(self, tn: float, started: int, ends: list, kcur: list, thr: float) -> float:
         """Lower bound on any completion, with makespan below ``thr``, of the node whose started ops are
@@ -76,11 +80,12 @@ class NodeModel:
         tail, kind, delay, caps = self.tail, self.kind, self.delay, self.caps
         # running contending ops per kind: sorted (end, cores) with end > tn
         run = ([], [], [])
-        for j in range(n):
-            if started >> j & 1 and ends[j] > tn and not delay[j]:
+        for j in self.contending:
+            if started >> j & 1 and ends[j] > tn:
                 run[kind[j]].append((ends[j], kcur[j]))
         for lst in run:
             lst.sort()
+        used_of = [sum(k for _, k in lst) for lst in run]  # cores the running ops hold, per kind
         lb = 0.0
         head = [0.0] * n  # earliest start (not started ops)
         eend = [0.0] * n  # earliest end (all ops)
@@ -100,9 +105,9 @@ class NodeModel:
             for a, b, fit in self.pred_pairs[i]:
                 if started >> a & 1 or started >> b & 1:
                     continue
-                ea, eb = eend[a], eend[b]
-                v = max(ea, head[b]) + self.dmin[b]
-                w = max(eb, head[a]) + self.dmin[a]
+                ea, eb, ha, hb = eend[a], eend[b], head[a], head[b]
+                v = (ea if ea >= hb else hb) + self.dmin[b]
+                w = (eb if eb >= ha else ha) + self.dmin[a]
                 if w < v:
                     v = w
                 if v <= h:
@@ -126,11 +131,8 @@ class NodeModel:
                 if e + qi > lb:
                     lb = e + qi
                 continue
-            rl = run[kind[i]]
-            cap = caps[kind[i]]
-            used = 0
-            for _, k in rl:
-                used += k
+            c = kind[i]
+            rl, cap, used = run[c], caps[c], used_of[c]
             fl = []
             best = INF
             wmin = INF
@@ -163,13 +165,19 @@ class NodeModel:
         if lb >= thr:
             return lb
         # pairs: side by side (modes that fit together) or one after the other (fastest modes)
-        for i, j, fit in self.pairs:
-            if started >> i & 1 or started >> j & 1:
+        for mask, i, j, fit, di, dj, qi, qj in self.pair_rows:
+            if started & mask:
                 continue
-            qi, qj = tail[i], tail[j]
             ei, ej = eend[i], eend[j]
-            v = max(ei + qi, max(ei, head[j]) + self.dmin[j] + qj)
-            w = max(ej + qj, max(ej, head[i]) + self.dmin[i] + qi)
+            hj, hi = head[j], head[i]
+            x = (ei if ei >= hj else hj) + dj + qj
+            v = ei + qi
+            if x > v:
+                v = x
+            x = (ej if ej >= hi else hi) + di + qi
+            w = ej + qj
+            if x > w:
+                w = x
             if w < v:
                 v = w
             if v <= lb:
